@@ -1,0 +1,97 @@
+//! `devprof cpu`: run the capture, then print the closing summary.
+
+use crate::capture::{self, thousands, CpuOutcome};
+use crate::cli::CpuArgs;
+use crate::error::Result;
+use crate::settings::CpuSettings;
+use crate::signals::Interrupts;
+use std::path::PathBuf;
+
+pub async fn run(args: CpuArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
+    let settings = CpuSettings::from_args(args, output_dir)?;
+    let outcome = capture::run_cpu(&settings, interrupts).await?;
+    if settings.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json_summary(&outcome)).unwrap_or_default()
+        );
+    } else {
+        print!("{}", human_summary(&outcome));
+    }
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(())
+}
+
+fn json_summary(outcome: &CpuOutcome) -> serde_json::Value {
+    serde_json::json!({
+        "manifest": outcome.manifest_path,
+        "files": outcome.files.iter().map(|(p, b)| serde_json::json!({"path": p, "bytes": b})).collect::<Vec<_>>(),
+        "samples": outcome.manifest.sample_count,
+        "event": outcome.manifest.events.first(),
+        "duration_s": outcome.manifest.duration_recorded_s,
+        "interrupted": outcome.manifest.interrupted,
+        "top_functions": outcome.manifest.top_functions,
+        "unsymbolized_share": outcome.manifest.unsymbolized_share,
+        "warnings": outcome.warnings,
+    })
+}
+
+pub fn human_summary(outcome: &CpuOutcome) -> String {
+    let m = &outcome.manifest;
+    let mut out = String::new();
+    let how = if m.interrupted {
+        "stopped early (Ctrl-C) after"
+    } else {
+        "recorded for"
+    };
+    out.push_str(&format!(
+        "{} (pid {}): {} {:.1} s, {} samples ({} at {} Hz)\n",
+        m.container.name,
+        m.process.pid,
+        how,
+        m.duration_recorded_s,
+        thousands(m.sample_count),
+        m.events.join(","),
+        m.frequency_hz
+    ));
+    if !m.top_functions.is_empty() {
+        out.push_str("heaviest functions (self samples):\n");
+        for (name, count) in m.top_functions.iter().take(5) {
+            let share = 100.0 * *count as f64 / m.sample_count.max(1) as f64;
+            out.push_str(&format!("  {share:5.1}%  {name}\n"));
+        }
+    }
+    out.push_str("files written:\n");
+    for (path, bytes) in &outcome.files {
+        out.push_str(&format!(
+            "  {:>10}  {}\n",
+            human_bytes(*bytes),
+            path.display()
+        ));
+    }
+    if let Some((svg, _)) = outcome
+        .files
+        .iter()
+        .find(|(p, _)| p.extension().is_some_and(|e| e == "svg"))
+    {
+        out.push_str(&format!("flamegraph: {}\n", svg.display()));
+    }
+    out
+}
+
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}

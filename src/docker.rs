@@ -1,0 +1,317 @@
+//! Everything that talks to the Docker Engine: connecting, listing containers, running
+//! commands inside them with streamed output, and bringing files out through the archive
+//! API. The rest of devprof sees plain data (`ContainerInfo`, `ExecOutput`) and the
+//! `ContainerShell` trait, never bollard types.
+
+use crate::archive;
+use crate::error::{Error, Result};
+use crate::pipe;
+use crate::target::ContainerInfo;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bollard::query_parameters::{
+    DownloadFromContainerOptionsBuilder, ListContainersOptionsBuilder,
+};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
+/// How long connecting may take before the daemon counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Captures and downloads may run long; bollard's own default (2 min) is too short.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
+/// Standard error kept from one exec; enough for perf's diagnostics.
+const STDERR_LIMIT: usize = 256 * 1024;
+
+#[derive(Clone)]
+pub struct Docker {
+    client: bollard::Docker,
+    address: String,
+}
+
+/// What a command run in a container printed, and how it ended.
+#[derive(Debug, Clone, Default)]
+pub struct ExecOutput {
+    pub stdout: String,
+    pub stderr: String,
+    /// None when the engine did not report one (the command was killed with the exec).
+    pub exit_code: Option<i64>,
+}
+
+impl ExecOutput {
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+}
+
+impl Docker {
+    /// Connects to DOCKER_HOST (or the default socket), checks the daemon answers and
+    /// settles on an API version both sides speak.
+    pub async fn connect() -> Result<Self> {
+        let address = std::env::var("DOCKER_HOST").unwrap_or_else(|_| DEFAULT_HOST.to_string());
+        let unreachable = |reason: String| Error::DaemonUnreachable {
+            address: address.clone(),
+            reason,
+        };
+        let client = bollard::Docker::connect_with_host(&address)
+            .map_err(|e| unreachable(e.to_string()))?
+            .with_timeout(REQUEST_TIMEOUT);
+        let negotiated = tokio::time::timeout(CONNECT_TIMEOUT, async {
+            client.ping().await?;
+            client.negotiate_version().await
+        })
+        .await
+        .map_err(|_| unreachable(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))?
+        .map_err(|e| unreachable(e.to_string()))?;
+        Ok(Docker {
+            client: negotiated,
+            address,
+        })
+    }
+
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Every container the engine knows, running or not.
+    pub async fn containers(&self) -> Result<Vec<ContainerInfo>> {
+        let options = ListContainersOptionsBuilder::default().all(true).build();
+        let list = self
+            .client
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| api_error("list containers", e))?;
+        Ok(list
+            .into_iter()
+            .map(|c| {
+                let labels = c.labels.unwrap_or_default();
+                ContainerInfo {
+                    id: c.id.unwrap_or_default(),
+                    name: c
+                        .names
+                        .and_then(|n| n.into_iter().next())
+                        .map(|n| n.trim_start_matches('/').to_string())
+                        .unwrap_or_default(),
+                    image: c.image.unwrap_or_default(),
+                    state: c.state.map(|s| s.to_string()).unwrap_or_default(),
+                    service: labels.get("com.docker.compose.service").cloned(),
+                    project: labels.get("com.docker.compose.project").cloned(),
+                }
+            })
+            .collect())
+    }
+
+    pub fn shell(&self, container: &ContainerInfo) -> Shell {
+        Shell {
+            docker: self.clone(),
+            container: container.name.clone(),
+        }
+    }
+
+    async fn start_exec(
+        &self,
+        container: &str,
+        argv: &[&str],
+    ) -> Result<(String, StartExecResults)> {
+        let exec = self
+            .client
+            .create_exec(
+                container,
+                CreateExecOptions {
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    cmd: Some(argv.iter().map(|s| s.to_string()).collect()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| api_error(&format!("exec in {container}"), e))?;
+        let started = self
+            .client
+            .start_exec(
+                &exec.id,
+                Some(StartExecOptions {
+                    detach: false,
+                    tty: false,
+                    output_capacity: Some(64 * 1024),
+                }),
+            )
+            .await
+            .map_err(|e| api_error(&format!("start exec in {container}"), e))?;
+        Ok((exec.id, started))
+    }
+
+    /// The exit code of a finished exec. The engine may report `running` for a moment
+    /// after the output stream closed, so ask a few times.
+    async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>> {
+        for _ in 0..50 {
+            let info = self
+                .client
+                .inspect_exec(exec_id)
+                .await
+                .map_err(|e| api_error("inspect exec", e))?;
+            if info.running != Some(true) {
+                return Ok(info.exit_code);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(None)
+    }
+
+    /// Runs `argv` in the container; standard output goes chunk by chunk into `sink`
+    /// (never held whole), standard error is collected (bounded).
+    pub async fn exec_streaming(
+        &self,
+        container: &str,
+        argv: &[&str],
+        sink: mpsc::Sender<Bytes>,
+    ) -> Result<ExecOutput> {
+        let (exec_id, started) = self.start_exec(container, argv).await?;
+        let mut stderr = Vec::new();
+        if let StartExecResults::Attached { mut output, .. } = started {
+            let mut sink = Some(sink);
+            while let Some(frame) = output.next().await {
+                match frame
+                    .map_err(|e| api_error(&format!("read exec output in {container}"), e))?
+                {
+                    bollard::container::LogOutput::StdOut { message } => {
+                        // A closed sink means the reader stopped; drain the rest so the
+                        // process is not blocked on a full pipe.
+                        if let Some(tx) = &sink {
+                            if tx.send(message).await.is_err() {
+                                sink = None;
+                            }
+                        }
+                    }
+                    bollard::container::LogOutput::StdErr { message } => {
+                        let room = STDERR_LIMIT.saturating_sub(stderr.len());
+                        stderr.extend_from_slice(&message[..message.len().min(room)]);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(ExecOutput {
+            stdout: String::new(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            exit_code: self.exec_exit_code(&exec_id).await?,
+        })
+    }
+
+    /// Runs `argv` in the container and collects everything it prints.
+    pub async fn exec(&self, container: &str, argv: &[&str]) -> Result<ExecOutput> {
+        let (tx, mut rx) = mpsc::channel::<Bytes>(pipe::CHANNEL_CHUNKS);
+        let collect = async {
+            let mut out = Vec::new();
+            while let Some(chunk) = rx.recv().await {
+                out.extend_from_slice(&chunk);
+            }
+            out
+        };
+        let (result, stdout) = tokio::join!(self.exec_streaming(container, argv, tx), collect);
+        let mut output = result?;
+        output.stdout = String::from_utf8_lossy(&stdout).into_owned();
+        Ok(output)
+    }
+
+    /// Copies `source` (a file or directory in the container) into `dest_dir` through the
+    /// archive API. Entries are renamed by `rename` (None skips one); any entry that would
+    /// land outside `dest_dir` fails the whole download. Returns the files written.
+    pub async fn download<F>(
+        &self,
+        container: &str,
+        source: &str,
+        dest_dir: &Path,
+        rename: F,
+    ) -> Result<Vec<PathBuf>>
+    where
+        F: FnMut(&Path) -> Option<PathBuf> + Send + 'static,
+    {
+        let options = DownloadFromContainerOptionsBuilder::default()
+            .path(source)
+            .build();
+        let mut stream = self
+            .client
+            .download_from_container(container, Some(options));
+        let (tx, reader) = pipe::channel();
+        let dest = dest_dir.to_path_buf();
+        let container_name = container.to_string();
+        let extractor = tokio::task::spawn_blocking(move || {
+            archive::extract(reader, &dest, rename).map_err(|e| e.into_error(&container_name))
+        });
+        let mut fetch_error = None;
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(bytes) => {
+                    if tx.send(bytes).await.is_err() {
+                        break; // the extractor stopped (it reports why)
+                    }
+                }
+                Err(e) => {
+                    fetch_error = Some(api_error(&format!("copy {source} out of {container}"), e));
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        let extracted = extractor
+            .await
+            .map_err(|e| Error::io("archive extraction", std::io::Error::other(e)))?;
+        match (fetch_error, extracted) {
+            (Some(e), Ok(files)) => {
+                for f in files {
+                    let _ = std::fs::remove_file(f);
+                }
+                Err(e)
+            }
+            (_, result) => result,
+        }
+    }
+}
+
+fn api_error(action: &str, e: bollard::errors::Error) -> Error {
+    Error::Docker {
+        action: action.to_string(),
+        reason: e.to_string(),
+    }
+}
+
+/// Running commands in one container. Capture recipes are written against this trait so
+/// their decisions can be exercised with scripted answers.
+pub trait ContainerShell: Sync {
+    fn container(&self) -> &str;
+    fn run(&self, argv: &[&str]) -> impl Future<Output = Result<ExecOutput>> + Send;
+    fn sh(&self, script: &str) -> impl Future<Output = Result<ExecOutput>> + Send {
+        async move { self.run(&["sh", "-c", script]).await }
+    }
+}
+
+/// A container reached through the Docker API.
+#[derive(Clone)]
+pub struct Shell {
+    docker: Docker,
+    container: String,
+}
+
+impl Shell {
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+}
+
+impl ContainerShell for Shell {
+    fn container(&self) -> &str {
+        &self.container
+    }
+
+    fn run(&self, argv: &[&str]) -> impl Future<Output = Result<ExecOutput>> + Send {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        async move {
+            let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+            self.docker.exec(&self.container, &refs).await
+        }
+    }
+}

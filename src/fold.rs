@@ -1,0 +1,204 @@
+//! Folded stacks: streaming `perf script` text through inferno's collapser, demangling
+//! frames, and the figures the summary needs (sample count, heaviest functions, how much
+//! is unsymbolized). Pure functions over readers and text.
+
+use inferno::collapse::perf::{Folder, Options as CollapseOptions};
+use inferno::collapse::Collapse;
+use std::collections::HashMap;
+use std::io::{self, BufRead, Write};
+
+/// Folded stacks, demangled and merged, sorted by stack text for stable output.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Folded {
+    pub stacks: Vec<(String, u64)>,
+}
+
+/// Collapses `perf script` output read from `reader`, line by line. Memory grows with the
+/// number of distinct stacks, not with the input size.
+pub fn fold_perf_script<R: BufRead>(reader: R) -> io::Result<Folded> {
+    let mut options = CollapseOptions::default();
+    options.nthreads = 1; // single-threaded mode streams; the threaded one reads all input first
+    let mut folder = Folder::from(options);
+    let mut collapsed = Vec::new();
+    folder.collapse(reader, &mut collapsed)?;
+    Ok(Folded::from_folded_text(&String::from_utf8_lossy(
+        &collapsed,
+    )))
+}
+
+impl Folded {
+    /// Parses folded text (`frame;frame;frame count` lines), demangling every frame and
+    /// merging stacks that become identical.
+    pub fn from_folded_text(text: &str) -> Self {
+        let mut merged: HashMap<String, u64> = HashMap::new();
+        let mut cache: HashMap<String, String> = HashMap::new();
+        for line in text.lines() {
+            let Some((stack, count)) = line.trim_end().rsplit_once(' ') else {
+                continue;
+            };
+            let Ok(count) = count.parse::<u64>() else {
+                continue;
+            };
+            let demangled: Vec<String> = stack
+                .split(';')
+                .map(|frame| {
+                    cache
+                        .entry(frame.to_string())
+                        .or_insert_with(|| demangle_frame(frame))
+                        .clone()
+                })
+                .collect();
+            *merged.entry(demangled.join(";")).or_default() += count;
+        }
+        let mut stacks: Vec<(String, u64)> = merged.into_iter().collect();
+        stacks.sort();
+        Folded { stacks }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.stacks.iter().map(|(_, c)| c).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stacks.is_empty()
+    }
+
+    pub fn write_to<W: Write>(&self, mut out: W) -> io::Result<()> {
+        for (stack, count) in &self.stacks {
+            writeln!(out, "{stack} {count}")?;
+        }
+        out.flush()
+    }
+
+    pub fn lines(&self) -> impl Iterator<Item = String> + '_ {
+        self.stacks.iter().map(|(s, c)| format!("{s} {c}"))
+    }
+
+    /// Functions by self samples (the leaf frame), heaviest first. The root frame is the
+    /// process/thread name perf reports, not a function, so a stack that is only a root
+    /// counts for nobody.
+    pub fn top_self(&self, n: usize) -> Vec<(String, u64)> {
+        let mut by_function: HashMap<&str, u64> = HashMap::new();
+        for (stack, count) in &self.stacks {
+            let mut frames = stack.split(';');
+            frames.next();
+            if let Some(leaf) = frames.next_back().or_else(|| stack.split(';').nth(1)) {
+                *by_function.entry(leaf).or_default() += count;
+            }
+        }
+        let mut ranked: Vec<(String, u64)> = by_function
+            .into_iter()
+            .map(|(f, c)| (f.to_string(), c))
+            .collect();
+        ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked.truncate(n);
+        ranked
+    }
+
+    /// The share (0..=1) of frames, weighted by samples and not counting the root, that
+    /// perf could not name.
+    pub fn unsymbolized_share(&self) -> f64 {
+        let (mut unknown, mut all) = (0u64, 0u64);
+        for (stack, count) in &self.stacks {
+            for frame in stack.split(';').skip(1) {
+                all += count;
+                if is_unsymbolized(frame) {
+                    unknown += count;
+                }
+            }
+        }
+        if all == 0 {
+            0.0
+        } else {
+            unknown as f64 / all as f64
+        }
+    }
+}
+
+/// `[unknown]`, or inferno's `[module]` stand-in for a frame without a symbol, or a raw
+/// hex address.
+pub fn is_unsymbolized(frame: &str) -> bool {
+    let f = frame.trim();
+    (f.starts_with('[') && f.ends_with(']'))
+        || f.strip_prefix("0x")
+            .is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// Demangles one frame: Rust (legacy and v0) and C++ (Itanium) symbols; the `::h<hash>`
+/// suffix that legacy Rust symbols keep is dropped. Anything else is returned as is.
+pub fn demangle_frame(frame: &str) -> String {
+    let (name, suffix) = split_annotation(frame);
+    if let Ok(sym) = rustc_demangle::try_demangle(name) {
+        return format!("{sym:#}{suffix}");
+    }
+    if name.starts_with("_Z") {
+        if let Ok(sym) = cpp_demangle::Symbol::new(name) {
+            if let Ok(text) = sym.demangle(&cpp_demangle::DemangleOptions::default()) {
+                return format!("{text}{suffix}");
+            }
+        }
+    }
+    format!("{}{suffix}", strip_rust_hash(name))
+}
+
+/// inferno appends annotations like `_[k]`; keep them outside the symbol.
+fn split_annotation(frame: &str) -> (&str, &str) {
+    for tag in ["_[k]", "_[j]", "_[i]"] {
+        if let Some(name) = frame.strip_suffix(tag) {
+            return (name, &frame[name.len()..]);
+        }
+    }
+    (frame, "")
+}
+
+/// `demo_node::hash_chain::h0123456789abcdef` -> `demo_node::hash_chain` (perf demangles
+/// legacy Rust symbols but keeps the hash).
+fn strip_rust_hash(name: &str) -> &str {
+    if let Some((head, hash)) = name.rsplit_once("::h") {
+        if hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()) {
+            return head;
+        }
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demangles_rust_and_cpp_frames() {
+        assert_eq!(
+            demangle_frame("_ZN9demo_node10hash_chain17h0123456789abcdefE"),
+            "demo_node::hash_chain"
+        );
+        assert_eq!(
+            demangle_frame("demo_node::hash_chain::h0123456789abcdef"),
+            "demo_node::hash_chain"
+        );
+        assert_eq!(
+            demangle_frame("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+            "std::vector<int, std::allocator<int> >::push_back(int const&)"
+        );
+        assert_eq!(demangle_frame("do_syscall_64_[k]"), "do_syscall_64_[k]");
+        assert_eq!(demangle_frame("[unknown]"), "[unknown]");
+    }
+
+    #[test]
+    fn merges_stacks_that_demangle_alike_and_ranks_self_time() {
+        let folded = Folded::from_folded_text(
+            "app;main;_ZN9demo_node10hash_chain17h0123456789abcdefE 5\n\
+             app;main;demo_node::hash_chain::h0123456789abcdef 3\n\
+             app;main;demo_node::state_lookup 2\n\
+             app;[unknown];[unknown] 2\n\
+             app 1\n",
+        );
+        assert_eq!(folded.total(), 13);
+        assert_eq!(folded.stacks.len(), 4);
+        let top = folded.top_self(2);
+        assert_eq!(top[0], ("demo_node::hash_chain".to_string(), 8));
+        assert_eq!(top[1].1, 2);
+        // 4 of the 24 non-root frames (weighted) are unknown.
+        assert!((folded.unsymbolized_share() - 4.0 / 24.0).abs() < 1e-9);
+    }
+}

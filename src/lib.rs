@@ -1,0 +1,37 @@
+//! devprof: profile the containers of a docker-compose devnet.
+//!
+//! Layout: `cli` (raw arguments) -> `settings` (validated) -> `commands` (one per
+//! subcommand) -> `capture` (recipes) over `docker` (the only module that talks to the
+//! engine) and `perf` (what perf can do there); `fold`/`render` are pure analysis;
+//! `store` owns paths and manifests.
+
+pub mod archive;
+pub mod capture;
+pub mod cli;
+pub mod commands;
+pub mod docker;
+pub mod duration;
+pub mod error;
+pub mod fold;
+pub mod perf;
+pub mod pipe;
+pub mod progress;
+pub mod render;
+pub mod settings;
+pub mod signals;
+pub mod store;
+pub mod target;
+
+pub use error::{exit, Error};
+
+/// Runs one parsed command line. Errors carry their exit code.
+pub async fn run(cli: cli::Cli) -> Result<(), Error> {
+    match cli.command {
+        cli::Command::Cpu(args) => {
+            let mut interrupts = signals::Interrupts::install()
+                .map_err(|e| Error::io("install signal handlers", e))?;
+            commands::cpu::run(args, cli.output_dir, &mut interrupts).await
+        }
+        cli::Command::Fold(args) => commands::fold::run(args),
+    }
+}
