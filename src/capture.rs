@@ -190,6 +190,7 @@ async fn record_and_analyse(
             .await
     });
     let mut interrupted = false;
+    let mut stop_requested: Option<Instant> = None;
     let record_out = loop {
         tokio::select! {
             joined = &mut record => {
@@ -203,6 +204,7 @@ async fn record_and_analyse(
                     return Err(Error::Interrupted);
                 }
                 interrupted = true;
+                stop_requested = Some(Instant::now());
                 bar.set_message("stopping perf (Ctrl-C again aborts)");
                 stop_perf(shell, workdir).await;
             }
@@ -212,9 +214,14 @@ async fn record_and_analyse(
             }
         }
     };
-    let recorded_for = started.elapsed();
+    // The window perf recorded: up to Ctrl-C when there was one, else the requested
+    // length (the exec also spans perf's start-up and its writing of perf.data).
+    let recorded_for = stop_requested
+        .map(|at| at - started)
+        .unwrap_or_else(|| started.elapsed())
+        .min(settings.duration);
     bar.finish_and_clear();
-    timings.insert("record".to_string(), recorded_for.as_millis() as u64);
+    timings.insert("record".to_string(), started.elapsed().as_millis() as u64);
 
     let report = perf::parse_record_report(&record_out.stderr);
     let data_written = shell

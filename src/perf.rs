@@ -228,7 +228,8 @@ pub fn diagnose_denial(facts: &ContainerFacts) -> Denial {
     if !facts.may_monitor() {
         missing.push("capability CAP_PERFMON (or CAP_SYS_ADMIN)".to_string());
         fixes.push(
-            "add the capability: compose `cap_add: [PERFMON, SYS_PTRACE]`, or `docker run --cap-add PERFMON --cap-add SYS_PTRACE`"
+            "add the capability: compose `cap_add: [PERFMON, SYS_PTRACE]`, or `docker run --cap-add PERFMON --cap-add SYS_PTRACE`; \
+             an engine that rejects PERFMON as unknown (Docker 20.10 builds without it) needs SYS_ADMIN in its place"
                 .to_string(),
         );
     }

@@ -42,25 +42,6 @@ impl Read for ChannelReader {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_all_chunks_in_order_then_ends() {
-        let (tx, mut reader) = channel();
-        let producer = std::thread::spawn(move || {
-            for part in ["ab", "", "cde", "f"] {
-                tx.blocking_send(Bytes::from(part)).unwrap();
-            }
-        });
-        let mut out = String::new();
-        reader.read_to_string(&mut out).unwrap();
-        producer.join().unwrap();
-        assert_eq!(out, "abcdef");
-    }
-}
-
 /// Copies everything read through it into a second writer (`--keep-script`).
 pub struct TeeReader<R, W> {
     inner: R,
@@ -81,5 +62,24 @@ impl<R: Read, W: io::Write> Read for TeeReader<R, W> {
             self.copy.flush()?;
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_all_chunks_in_order_then_ends() {
+        let (tx, mut reader) = channel();
+        let producer = std::thread::spawn(move || {
+            for part in ["ab", "", "cde", "f"] {
+                tx.blocking_send(Bytes::from(part)).unwrap();
+            }
+        });
+        let mut out = String::new();
+        reader.read_to_string(&mut out).unwrap();
+        producer.join().unwrap();
+        assert_eq!(out, "abcdef");
     }
 }

@@ -1,0 +1,238 @@
+//! demo-node: the node of the devprof demo devnet. It runs named workloads (see
+//! `workloads`) in threads of the same names, so that profiles can be checked by function
+//! and thread name.
+//!
+//! Environment:
+//! - `DEMO_WORKLOADS`: `name[:percent],...` (default `hash_chain,state_lookup`)
+//! - `DEMO_DATA_DIR`: where `sync_writes` and `mmap_reads` keep their files (default `/data`)
+//! - `DEMO_LOCK_THREADS`: number of `contend_lock` threads (default 4)
+//! - `DEMO_ALLOC_MAX_MB`: cap of the memory held by `alloc_blocks` (default 128)
+//! - `_RJEM_MALLOC_CONF`: jemalloc options, e.g. `prof:true,prof_prefix:/profiling/jeprof`
+//!
+//! Signals: SIGTERM/SIGINT exit at once; SIGUSR2 dumps a jemalloc heap profile.
+
+mod config;
+mod workloads;
+
+use std::any::Any;
+use std::path::PathBuf;
+use std::process;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Instant;
+
+use config::{parse_positive, parse_workloads, Workload, WorkloadSpec, DEFAULT_WORKLOADS};
+use workloads::{Duty, PERIOD};
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// Entries of the `state_lookup` map.
+const STATE_ENTRIES: usize = 1 << 20;
+
+struct Settings {
+    workloads: Vec<WorkloadSpec>,
+    data_dir: PathBuf,
+    lock_threads: u64,
+    alloc_max_mb: u64,
+}
+
+fn env_var(name: &str) -> Result<Option<String>, String> {
+    match std::env::var(name) {
+        Ok(v) => Ok(Some(v)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{name} is not valid UTF-8")),
+    }
+}
+
+fn settings_from_env() -> Result<Settings, String> {
+    let spec = env_var("DEMO_WORKLOADS")?;
+    let workloads = parse_workloads(spec.as_deref().unwrap_or(DEFAULT_WORKLOADS))
+        .map_err(|e| format!("DEMO_WORKLOADS: {e}"))?;
+    let data_dir = env_var("DEMO_DATA_DIR")?
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "/data".to_string())
+        .into();
+    let lock_threads = parse_positive(
+        "DEMO_LOCK_THREADS",
+        env_var("DEMO_LOCK_THREADS")?.as_deref(),
+        4,
+    )?;
+    let alloc_max_mb = parse_positive(
+        "DEMO_ALLOC_MAX_MB",
+        env_var("DEMO_ALLOC_MAX_MB")?.as_deref(),
+        128,
+    )?;
+    Ok(Settings {
+        workloads,
+        data_dir,
+        lock_threads,
+        alloc_max_mb,
+    })
+}
+
+fn log_settings(s: &Settings) {
+    println!(
+        "demo-node {} pid {}",
+        env!("CARGO_PKG_VERSION"),
+        process::id()
+    );
+    for spec in &s.workloads {
+        let detail = match spec.workload {
+            Workload::HashChain => String::new(),
+            Workload::StateLookup => format!(" ({STATE_ENTRIES} entries)"),
+            Workload::ContendLock => format!(" ({} threads)", s.lock_threads),
+            Workload::SyncWrites | Workload::MmapReads => {
+                format!(" (in {})", s.data_dir.display())
+            }
+            Workload::AllocBlocks => format!(" (cap {} MiB)", s.alloc_max_mb),
+        };
+        println!("  workload {}: {}%{detail}", spec.workload, spec.percent);
+    }
+    let prof = tikv_jemalloc_ctl::profiling::prof::read().unwrap_or(false);
+    let conf = std::env::var("_RJEM_MALLOC_CONF").unwrap_or_default();
+    println!(
+        "  jemalloc profiling: {} (_RJEM_MALLOC_CONF={conf:?})",
+        if prof { "on" } else { "off" }
+    );
+}
+
+/// Dumps a heap profile to `<opt.prof_prefix>.<pid>.<seq>.m<mseq>.heap`.
+fn dump_heap_profile() {
+    // SAFETY: "prof.dump" takes a `const char *` file name; NULL selects the default name.
+    let r =
+        unsafe { tikv_jemalloc_ctl::raw::write(b"prof.dump\0", std::ptr::null::<libc::c_char>()) };
+    match r {
+        Ok(()) => println!("demo-node: heap profile dumped"),
+        Err(e) => eprintln!("demo-node: heap profile dump failed: {e} (is prof:true set?)"),
+    }
+}
+
+fn handle_signals() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR2};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGUSR2])?;
+    thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                if sig == SIGUSR2 {
+                    dump_heap_profile();
+                } else {
+                    println!("demo-node: signal {sig}, exiting");
+                    process::exit(0);
+                }
+            }
+        })?;
+    Ok(())
+}
+
+type Outcome = Result<String, Box<dyn Any + Send>>;
+
+/// Runs `work` in a thread named `name`; reports on `done` if it ever stops.
+fn spawn_workload<F>(name: &'static str, done: &mpsc::Sender<(&'static str, Outcome)>, work: F)
+where
+    F: FnOnce() -> String + Send + 'static,
+{
+    let done = done.clone();
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+            let _ = done.send((name, outcome));
+        })
+        .unwrap_or_else(|e| {
+            eprintln!("demo-node: cannot start thread {name}: {e}");
+            process::exit(1)
+        });
+}
+
+fn io_outcome(r: std::io::Result<()>) -> String {
+    match r {
+        Ok(()) => "returned".to_string(),
+        Err(e) => format!("I/O error: {e}"),
+    }
+}
+
+fn main() {
+    let settings = settings_from_env().unwrap_or_else(|e| {
+        eprintln!("demo-node: error: {e}");
+        process::exit(2)
+    });
+    log_settings(&settings);
+    if let Err(e) = handle_signals() {
+        eprintln!("demo-node: cannot install signal handlers: {e}");
+        process::exit(1);
+    }
+
+    let (done, stopped) = mpsc::channel();
+    let start = Instant::now();
+    let count = settings.workloads.len() as u32;
+    for (i, spec) in settings.workloads.iter().enumerate() {
+        let pct = spec.percent;
+        // All threads of a workload share one epoch; workloads are staggered over the
+        // period so that their busy parts do not all start together.
+        let epoch = start
+            .checked_sub(PERIOD * i as u32 / count)
+            .unwrap_or(start);
+        let name = spec.workload.name();
+        match spec.workload {
+            Workload::HashChain => spawn_workload(name, &done, move || {
+                workloads::hash_chain(&mut Duty::new(pct, epoch))
+            }),
+            Workload::StateLookup => spawn_workload(name, &done, move || {
+                workloads::state_lookup(&mut Duty::new(pct, epoch), STATE_ENTRIES)
+            }),
+            Workload::ContendLock => {
+                let lock = Arc::new(Mutex::new(0u64));
+                for i in 0..settings.lock_threads {
+                    let lock = Arc::clone(&lock);
+                    spawn_workload(name, &done, move || {
+                        workloads::contend_lock(&mut Duty::new(pct, epoch), &lock, 0xc0de + i)
+                    });
+                }
+            }
+            Workload::SyncWrites => {
+                let dir = settings.data_dir.clone();
+                spawn_workload(name, &done, move || {
+                    io_outcome(workloads::sync_writes(
+                        &mut Duty::new(pct, epoch),
+                        pct,
+                        &dir,
+                    ))
+                });
+            }
+            Workload::MmapReads => {
+                let dir = settings.data_dir.clone();
+                spawn_workload(name, &done, move || {
+                    io_outcome(workloads::mmap_reads(&mut Duty::new(pct, epoch), &dir))
+                });
+            }
+            Workload::AllocBlocks => {
+                let max_bytes = usize::try_from(settings.alloc_max_mb)
+                    .unwrap_or(usize::MAX / (1 << 20))
+                    .saturating_mul(1 << 20);
+                spawn_workload(name, &done, move || {
+                    workloads::alloc_blocks(&mut Duty::new(pct, epoch), max_bytes)
+                });
+            }
+        }
+    }
+    drop(done);
+
+    // The workloads loop forever; the main thread waits here until one of them stops.
+    let (name, outcome) = match stopped.recv() {
+        Ok(stop) => stop,
+        Err(_) => process::exit(1),
+    };
+    let why = match outcome {
+        Ok(msg) => msg,
+        Err(panic) => panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panicked".to_string()),
+    };
+    eprintln!("demo-node: workload {name} stopped: {why}");
+    process::exit(1);
+}

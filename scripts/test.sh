@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite against the real Docker engine and the demo devnet. Set-up first
+# (idempotent), then unit, golden-file and end-to-end tests.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+scripts/setup.sh
+# Compile the tests before the capture tests run, not while they do.
+cargo test --locked --workspace --no-run
+cargo test --locked --workspace

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Brings the demo devnet (compose/demo.yml, containers demo-seq and demo-rpc) up:
+#   1. the local base image (scripts/base-image.sh),
+#   2. the demo-node binary (cargo build --release -p demo-node),
+#   3. the demo node image, built from a small temporary context,
+#   4. the containers, then waits until the node runs in both.
+# Idempotent: re-running rebuilds what changed and recreates containers whose image changed.
+#
+# Environment: DEVPROF_DEMO_IMAGE (image tag, default devprof-demo-node:latest),
+# DEVPROF_BASE_IMAGE (default debian:bookworm-slim), CARGO_TARGET_DIR, and the DEMO_*
+# settings read by compose/demo.yml.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$(pwd)"
+
+export DEVPROF_DEMO_IMAGE="${DEVPROF_DEMO_IMAGE:-devprof-demo-node:latest}"
+BASE_IMAGE="${DEVPROF_BASE_IMAGE:-debian:bookworm-slim}"
+PROJECT=devprof-demo
+COMPOSE=(docker-compose -f "$ROOT/compose/demo.yml" -p "$PROJECT")
+SERVICES=(demo-seq demo-rpc)
+WAIT_SECS="${DEVPROF_TESTBED_WAIT:-60}"
+
+say() { echo "testbed-up: $*"; }
+die() { echo "testbed-up: error: $*" >&2; exit 1; }
+
+command -v docker >/dev/null || die "docker is not installed"
+command -v docker-compose >/dev/null || die "docker-compose is not installed"
+if ! command -v cargo >/dev/null && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  PATH="$HOME/.cargo/bin:$PATH"
+fi
+command -v cargo >/dev/null || die "cargo is not installed"
+docker info >/dev/null 2>&1 || die "cannot talk to the Docker engine"
+
+# 1. Base image.
+say "base image $BASE_IMAGE"
+DEVPROF_BASE_IMAGE="$BASE_IMAGE" "$ROOT/scripts/base-image.sh"
+
+# 2. The binary.
+locked=()
+[ -f Cargo.lock ] && locked=(--locked)
+say "cargo build --release -p demo-node ${locked[*]}"
+cargo build --release -p demo-node "${locked[@]}"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+BIN="$TARGET_DIR/release/demo-node"
+[ -x "$BIN" ] || die "$BIN was not built"
+
+# 3. The image, from a context holding only the Dockerfile and the binary.
+CTX="$(mktemp -d /tmp/devprof-demo-ctx.XXXXXX)"
+trap 'rm -rf "$CTX"' EXIT
+cp dockerfiles/demo-node.Dockerfile "$CTX/Dockerfile"
+cp "$BIN" "$CTX/demo-node"
+before="$(docker image inspect -f '{{.Id}}' "$DEVPROF_DEMO_IMAGE" 2>/dev/null || true)"
+say "docker build -t $DEVPROF_DEMO_IMAGE (context: the binary, $(du -sh "$CTX" | cut -f1))"
+if ! docker build --network host --build-arg "BASE_IMAGE=$BASE_IMAGE" \
+    -t "$DEVPROF_DEMO_IMAGE" "$CTX" >"$CTX/build.log" 2>&1; then
+  tail -n 40 "$CTX/build.log" >&2
+  die "docker build failed"
+fi
+after="$(docker image inspect -f '{{.Id}}' "$DEVPROF_DEMO_IMAGE")"
+if [ "$before" = "$after" ]; then
+  say "image $DEVPROF_DEMO_IMAGE unchanged (${after:7:12})"
+else
+  say "image $DEVPROF_DEMO_IMAGE built (${after:7:12})"
+fi
+
+# The containers bind-mount the host's tracefs; it must be mounted before they start.
+if ! grep -qs ' /sys/kernel/tracing tracefs ' /proc/mounts; then
+  if [ "$(id -u)" = 0 ]; then
+    say "mounting tracefs on /sys/kernel/tracing"
+    mount -t tracefs nodev /sys/kernel/tracing
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    say "mounting tracefs on /sys/kernel/tracing (sudo)"
+    sudo -n mount -t tracefs nodev /sys/kernel/tracing
+  else
+    say "warning: tracefs is not mounted on /sys/kernel/tracing; tracepoints will not work in the containers"
+  fi
+fi
+
+# 4. The containers. Compose recreates a container when its image or settings changed.
+say "docker-compose -p $PROJECT up -d"
+"${COMPOSE[@]}" up -d --remove-orphans
+
+# A container started before tracefs was mounted sees an empty directory: recreate it.
+if grep -qs ' /sys/kernel/tracing tracefs ' /proc/mounts; then
+  for svc in "${SERVICES[@]}"; do
+    if ! docker exec "$svc" test -e /sys/kernel/tracing/events 2>/dev/null; then
+      say "$svc does not see tracefs; recreating it"
+      "${COMPOSE[@]}" up -d --force-recreate --no-deps "$svc"
+    fi
+  done
+fi
+
+# Drop superseded demo node images: untagged ones no container uses any more.
+docker image prune -f --filter label=devprof.image=demo-node >/dev/null || true
+
+say "waiting for demo-node in ${SERVICES[*]}"
+deadline=$((SECONDS + WAIT_SECS))
+for svc in "${SERVICES[@]}"; do
+  while :; do
+    state="$(docker inspect -f '{{.State.Status}}' "$svc" 2>/dev/null || echo missing)"
+    if [ "$state" = running ] && pid="$(docker exec "$svc" pgrep -x demo-node 2>/dev/null)"; then
+      say "$svc: running, demo-node pid $(echo "$pid" | tr '\n' ' ')(in the container)"
+      break
+    fi
+    if [ "$state" = exited ] || [ "$state" = dead ] || [ "$SECONDS" -ge "$deadline" ]; then
+      docker logs --tail 30 "$svc" >&2 || true
+      die "$svc is not running demo-node (state: $state)"
+    fi
+    sleep 1
+  done
+done
+say "devnet up: project $PROJECT, image $DEVPROF_DEMO_IMAGE"

@@ -1,0 +1,162 @@
+//! Shared helpers for the tests that drive the real `devprof` binary against the real
+//! Docker engine and the demo devnet (`scripts/testbed-up.sh`).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub const DEMO_SEQ: &str = "demo-seq";
+
+pub fn demo_image() -> String {
+    std::env::var("DEVPROF_DEMO_IMAGE").unwrap_or_else(|_| "devprof-demo-node:latest".to_string())
+}
+
+pub fn base_image() -> String {
+    std::env::var("DEVPROF_BASE_IMAGE").unwrap_or_else(|_| "debian:bookworm-slim".to_string())
+}
+
+/// Whether the engine and the demo devnet are there. Under CI=true their absence fails
+/// the test loudly; elsewhere the test says it did not run and returns.
+pub fn devnet_ready(test: &str) -> bool {
+    let up = Command::new("docker")
+        .args(["inspect", "-f", "{{.State.Running}}", DEMO_SEQ])
+        .output()
+        .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "true")
+        .unwrap_or(false);
+    if !up {
+        let why = "the Docker engine or the demo devnet (demo-seq) is not available; run scripts/testbed-up.sh";
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{test}: {why}");
+        }
+        eprintln!("{test}: NOT RUN: {why}");
+    }
+    up
+}
+
+/// A scratch directory to run devprof in, so `profiling/` lands there.
+pub fn workdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+pub fn devprof(cwd: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("devprof").expect("devprof binary");
+    cmd.current_dir(cwd)
+        .env_remove("DEVPROF_TARGET")
+        .env_remove("DEVPROF_OUTPUT_DIR")
+        .env_remove("DEVPROF_DURATION")
+        .timeout(std::time::Duration::from_secs(180));
+    cmd
+}
+
+pub fn docker(args: &[&str]) -> Output {
+    Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker CLI")
+}
+
+pub fn docker_ok(args: &[&str]) -> String {
+    let out = docker(args);
+    assert!(
+        out.status.success(),
+        "docker {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A unique name per test run, so parallel tests and reruns never collide.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// Removes the container when the test ends, whatever happens.
+pub struct ContainerGuard(pub String);
+
+impl Drop for ContainerGuard {
+    fn drop(&mut self) {
+        let _ = Command::new("docker").args(["rm", "-f", &self.0]).output();
+    }
+}
+
+/// Starts a container; `args` go between `docker run -d --name NAME` and the image.
+pub fn run_container(name: &str, args: &[&str], image: &str, cmd: &[&str]) -> ContainerGuard {
+    let mut all = vec!["run", "-d", "--name", name];
+    all.extend_from_slice(args);
+    all.push(image);
+    all.extend_from_slice(cmd);
+    docker_ok(&all);
+    ContainerGuard(name.to_string())
+}
+
+/// The profiling rights the demo devnet gives its containers.
+pub const PROFILING_RIGHTS: &[&str] = &[
+    "--cap-add",
+    "SYS_ADMIN",
+    "--cap-add",
+    "SYS_PTRACE",
+    "--security-opt",
+    "seccomp=unconfined",
+];
+
+/// Files under `dir`, recursively, as paths relative to it.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The single capture of `kind` (`perf`) for `container` under `cwd`: its stem path.
+pub fn only_capture(cwd: &Path, container: &str, prefix: &str) -> PathBuf {
+    let dir = cwd.join("profiling").join(container);
+    let mut stems: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .map(|p| p.with_extension(""))
+        .collect();
+    assert_eq!(
+        stems.len(),
+        1,
+        "expected one capture in {}: {stems:?}",
+        dir.display()
+    );
+    stems.pop().unwrap()
+}
+
+pub fn with_ext(stem: &Path, ext: &str) -> PathBuf {
+    PathBuf::from(format!("{}.{ext}", stem.display()))
+}
+
+/// Processes in a container, as `ps`-like lines read from /proc.
+pub fn container_processes(container: &str) -> String {
+    docker_ok(&[
+        "exec",
+        container,
+        "sh",
+        "-c",
+        "for d in /proc/[0-9]*; do tr '\\0' ' ' < $d/cmdline 2>/dev/null; echo; done",
+    ])
+}

@@ -1,0 +1,332 @@
+//! `devprof cpu` end to end: the real binary, the real engine, real perf in the demo devnet.
+
+mod common;
+
+use common::*;
+use devprof::fold::Folded;
+use predicates::prelude::*;
+use std::time::{Duration, Instant};
+
+#[test]
+fn cpu_capture_of_demo_seq_writes_every_artifact_with_symbols() {
+    if !devnet_ready("cpu_capture_of_demo_seq_writes_every_artifact_with_symbols") {
+        return;
+    }
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", DEMO_SEQ, "5"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("files written"))
+        .stdout(predicate::str::contains(".svg"));
+
+    let stem = only_capture(cwd.path(), DEMO_SEQ, "perf-");
+    for ext in ["data", "folded", "svg", "json"] {
+        let path = with_ext(&stem, ext);
+        assert!(
+            std::fs::metadata(&path)
+                .map(|m| m.len() > 0)
+                .unwrap_or(false),
+            "{} missing or empty",
+            path.display()
+        );
+    }
+
+    let folded =
+        Folded::from_folded_text(&std::fs::read_to_string(with_ext(&stem, "folded")).unwrap());
+    assert!(
+        folded.total() >= 2000,
+        "only {} samples in 5 s",
+        folded.total()
+    );
+
+    let svg = std::fs::read_to_string(with_ext(&stem, "svg")).unwrap();
+    // The root frame is the thread's name (also "hash_chain"); look for the function path.
+    assert!(
+        svg.contains("demo_node::workloads::hash_chain"),
+        "hash_chain not in the SVG, demangled"
+    );
+    assert!(
+        svg.contains("demo_node::workloads::state_lookup"),
+        "state_lookup not in the SVG, demangled"
+    );
+    assert!(
+        !svg.contains("_ZN9demo_node"),
+        "mangled demo_node symbols left in the SVG"
+    );
+    assert!(
+        svg.contains("demo-seq") && svg.contains("samples"),
+        "title names container and samples"
+    );
+
+    let top3: Vec<String> = folded.top_self(3).into_iter().map(|(f, _)| f).collect();
+    assert!(
+        top3.iter().any(|f| f.ends_with("::hash_chain")),
+        "hash_chain not in the top 3: {top3:?}"
+    );
+
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    assert_eq!(manifest["kind"], "cpu");
+    assert_eq!(manifest["container"]["name"], DEMO_SEQ);
+    assert_eq!(manifest["sample_count"].as_u64().unwrap(), folded.total());
+    assert!(manifest["process"]["command_line"]
+        .as_str()
+        .unwrap()
+        .contains("demo-node"));
+    assert!(!manifest["perf"]["version"].as_str().unwrap().is_empty());
+    assert_eq!(
+        manifest["events"][0], "cpu-clock",
+        "this VM has no cycles counter: cpu-clock expected"
+    );
+}
+
+#[test]
+fn resolves_target_by_compose_service_name_and_by_id_prefix() {
+    if !devnet_ready("resolves_target_by_compose_service_name_and_by_id_prefix") {
+        return;
+    }
+    let name = unique("devprof-test-svc");
+    let service = format!("{name}-service");
+    let mut args = vec!["--label", "com.docker.compose.project=devprof-test"];
+    let label = format!("com.docker.compose.service={service}");
+    args.extend(["--label", &label, "-e", "DEMO_WORKLOADS=hash_chain:50"]);
+    args.extend_from_slice(PROFILING_RIGHTS);
+    let _guard = run_container(&name, &args, &demo_image(), &[]);
+
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", &service, "2"])
+        .assert()
+        .success();
+    only_capture(cwd.path(), &name, "perf-");
+
+    let id = docker_ok(&["inspect", "-f", "{{.Id}}", DEMO_SEQ]);
+    devprof(cwd.path())
+        .args(["cpu", &id[..12], "2"])
+        .assert()
+        .success();
+    only_capture(cwd.path(), DEMO_SEQ, "perf-");
+}
+
+#[test]
+fn service_name_shared_by_two_compose_projects_is_ambiguous() {
+    if !devnet_ready("service_name_shared_by_two_compose_projects_is_ambiguous") {
+        return;
+    }
+    let service = unique("devprof-test-shared");
+    let label = format!("com.docker.compose.service={service}");
+    let a = unique("devprof-test-proj-a");
+    let b = unique("devprof-test-proj-b");
+    let _ga = run_container(
+        &a,
+        &[
+            "--label",
+            &label,
+            "--label",
+            "com.docker.compose.project=pa",
+        ],
+        &base_image(),
+        &["sleep", "300"],
+    );
+    let _gb = run_container(
+        &b,
+        &[
+            "--label",
+            &label,
+            "--label",
+            "com.docker.compose.project=pb",
+        ],
+        &base_image(),
+        &["sleep", "300"],
+    );
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", &service, "2"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("several compose projects"))
+        .stderr(predicate::str::contains(a.as_str()))
+        .stderr(predicate::str::contains(b.as_str()));
+    assert!(files_under(cwd.path()).is_empty());
+}
+
+#[test]
+fn unknown_container_fails_listing_running_ones_and_writes_nothing() {
+    if !devnet_ready("unknown_container_fails_listing_running_ones_and_writes_nothing") {
+        return;
+    }
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", "no-such-container", "5"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains(
+            "no container matches 'no-such-container'",
+        ))
+        .stderr(predicate::str::contains("demo-seq"));
+    assert!(
+        files_under(cwd.path()).is_empty(),
+        "{:?}",
+        files_under(cwd.path())
+    );
+}
+
+#[test]
+fn stopped_container_fails_with_its_state_and_writes_nothing() {
+    if !devnet_ready("stopped_container_fails_with_its_state_and_writes_nothing") {
+        return;
+    }
+    let name = unique("devprof-test-stopped");
+    let _guard = run_container(&name, &[], &base_image(), &["true"]);
+    docker_ok(&["wait", &name]);
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", &name, "5"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("is not running (state: exited)"))
+        .stderr(predicate::str::contains("docker start"));
+    assert!(files_under(cwd.path()).is_empty());
+}
+
+#[test]
+fn running_container_without_perf_fails_with_the_fix_and_writes_nothing() {
+    if !devnet_ready("running_container_without_perf_fails_with_the_fix_and_writes_nothing") {
+        return;
+    }
+    let name = unique("devprof-test-noperf");
+    let _guard = run_container(&name, &[], &base_image(), &["sleep", "300"]);
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", &name, "5"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains(format!(
+            "perf is not installed in container '{name}'"
+        )))
+        .stderr(predicate::str::contains("linux-perf"));
+    assert!(files_under(cwd.path()).is_empty());
+}
+
+#[test]
+fn sigint_mid_capture_keeps_what_was_recorded_and_leaves_no_perf_behind() {
+    if !devnet_ready("sigint_mid_capture_keeps_what_was_recorded_and_leaves_no_perf_behind") {
+        return;
+    }
+    let cwd = workdir();
+    let bin = assert_cmd::cargo::cargo_bin("devprof");
+    let mut child = std::process::Command::new(bin)
+        .args(["cpu", DEMO_SEQ, "30"])
+        .current_dir(cwd.path())
+        .env_remove("DEVPROF_TARGET")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let sent = Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if sent.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("devprof still running 20 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(status.success(), "exit {status:?}: {stderr}");
+    eprintln!(
+        "devprof exited {:.1} s after SIGINT",
+        sent.elapsed().as_secs_f64()
+    );
+
+    let stem = only_capture(cwd.path(), DEMO_SEQ, "perf-");
+    let svg = std::fs::read_to_string(with_ext(&stem, "svg")).unwrap();
+    assert!(
+        svg.trim_end().ends_with("</svg>") && svg.contains("demo_node::workloads::hash_chain"),
+        "SVG incomplete"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    assert_eq!(manifest["interrupted"], true);
+    let recorded = manifest["duration_recorded_s"].as_f64().unwrap();
+    assert!(
+        recorded < 15.0,
+        "recorded {recorded} s of a 30 s window after SIGINT at 2 s"
+    );
+    assert!(manifest["sample_count"].as_u64().unwrap() > 0);
+
+    // Other tests may be capturing demo-seq at the same time: look for this capture's own
+    // perf and work directory, named in its manifest.
+    let command: Vec<String> =
+        serde_json::from_value(manifest["perf"]["record_command"].clone()).unwrap();
+    let data_path = &command[command.iter().position(|a| a == "-o").unwrap() + 1];
+    let workdir = data_path.trim_end_matches("/perf.data");
+    assert!(workdir.starts_with("/tmp/devprof."), "{workdir}");
+    let procs = container_processes(DEMO_SEQ);
+    assert!(
+        !procs.lines().any(|l| l.contains(workdir)),
+        "perf left running:\n{procs}"
+    );
+    let leftover = docker(&["exec", DEMO_SEQ, "test", "-e", workdir]);
+    assert!(
+        !leftover.status.success(),
+        "{workdir} left in the container"
+    );
+}
+
+#[test]
+fn unreachable_daemon_names_the_address_tried() {
+    // No engine needed: the address is deliberately wrong.
+    let cwd = workdir();
+    devprof(cwd.path())
+        .env("DOCKER_HOST", "unix:///nonexistent/devprof-test.sock")
+        .args(["cpu", "demo-seq", "5"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains(
+            "cannot reach the Docker daemon at unix:///nonexistent/devprof-test.sock",
+        ))
+        .stderr(predicate::str::contains("DOCKER_HOST"));
+    assert!(files_under(cwd.path()).is_empty());
+}
+
+#[test]
+fn missing_target_and_bad_duration_are_usage_errors() {
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("DEVPROF_TARGET"));
+    devprof(cwd.path())
+        .args(["cpu", "demo-seq", "5x"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown unit 'x'"));
+    assert!(files_under(cwd.path()).is_empty());
+}
+
+#[test]
+fn target_comes_from_dotenv_when_not_given() {
+    if !devnet_ready("target_comes_from_dotenv_when_not_given") {
+        return;
+    }
+    let cwd = workdir();
+    std::fs::write(
+        cwd.path().join(".env"),
+        "DEVPROF_TARGET=demo-seq\nDEVPROF_DURATION=2s\n",
+    )
+    .unwrap();
+    devprof(cwd.path()).args(["cpu"]).assert().success();
+    only_capture(cwd.path(), DEMO_SEQ, "perf-");
+}
