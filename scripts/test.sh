@@ -6,4 +6,5 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/setup.sh
 # Compile the tests before the capture tests run, not while they do.
 cargo test --locked --workspace --no-run
-cargo test --locked --workspace
+# Few tests at a time: the capture tests share demo-seq and its two cores.
+cargo test --locked --workspace -- --test-threads=3

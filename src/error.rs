@@ -100,6 +100,91 @@ pub enum Error {
         why: String,
     },
 
+    #[error(
+        "no captures of '{container}' in {output_dir}\n  {}",
+        captures_hint(.available)
+    )]
+    NoCaptures {
+        container: String,
+        output_dir: String,
+        available: Vec<String>,
+    },
+
+    #[error("{path} holds no samples{}\n  {hint}", .reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default())]
+    EmptyProfile {
+        path: String,
+        reason: Option<String>,
+        hint: String,
+    },
+
+    #[error(
+        "cannot read {path}: perf is not installed on this host (it is not on PATH)\n  \
+         render the folded stacks next to it instead (`devprof render {folded}`): devprof cpu \
+         already resolved the symbols of the container's binaries, which a host perf often cannot"
+    )]
+    HostPerfMissing { path: String, folded: String },
+
+    #[error("perf script failed on {path}: {detail}\n  render the .folded file next to it instead; devprof cpu resolves the symbols of container binaries best")]
+    HostPerfFailed { path: String, detail: String },
+
+    #[error("unknown event '{event}' in {config}{}\n  list the events this kernel offers with `perf list` in the container", .suggestion.as_deref().map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default())]
+    UnknownEvent {
+        event: String,
+        suggestion: Option<String>,
+        config: String,
+    },
+
+    #[error("no event of {config} can be recorded in container '{container}':\n{}", .skipped.iter().map(|(e, why)| format!("    - {e}: {why}")).collect::<Vec<_>>().join("\n"))]
+    NoEvents {
+        container: String,
+        config: String,
+        skipped: Vec<(String, String)>,
+    },
+
+    #[error(
+        "tracepoints are not available in container '{container}': tracefs is not mounted at /sys/kernel/tracing and the container may not mount it\n  \
+         fix: mount it on the host (`sudo mount -t tracefs nodev /sys/kernel/tracing`) and into the container \
+         (compose `volumes: [/sys/kernel/tracing:/sys/kernel/tracing]`, or `docker run -v /sys/kernel/tracing:/sys/kernel/tracing`), \
+         or grant CAP_SYS_ADMIN so devprof can mount it there"
+    )]
+    TracefsUnavailable { container: String },
+
+    #[error(
+        "jemalloc heap profiling is not on in process {pid} ({program}) of container '{container}': {found}\n  \
+         {variable} must contain prof:true when the process starts: jemalloc reads it once, at start-up, \
+         so setting it in a running container changes nothing. Then recreate the container:\n  \
+         - the demo devnet: JEMALLOC_PROFILING=true in .env, then `scripts/testbed-up.sh`\n  \
+         - a compose file: `{variable}: \"prof:true,prof_active:true,prof_prefix:/tmp/jeprof\"` in the service's \
+         environment (the compose override of `devprof compose`), then `docker-compose up -d`\n  \
+         - docker run: `-e {variable}=prof:true,prof_active:true,prof_prefix:/tmp/jeprof`"
+    )]
+    HeapProfilingOff {
+        container: String,
+        pid: u32,
+        program: String,
+        variable: String,
+        found: String,
+    },
+
+    #[error("cannot get a fresh heap dump from process {pid} of container '{container}': {detail}\n  {hint}")]
+    HeapDumpUnavailable {
+        container: String,
+        pid: u32,
+        detail: String,
+        hint: String,
+    },
+
+    #[error("{what} in container '{container}' ({dir})\n  {hint}")]
+    HeapNoDumps {
+        container: String,
+        what: String,
+        dir: String,
+        hint: String,
+    },
+
+    #[error("heap dump {path} cannot be read: {detail}")]
+    HeapDumpInvalid { path: String, detail: String },
+
     #[error("{0}")]
     Usage(String),
 
@@ -127,6 +212,14 @@ impl Error {
                 exit::PROFILER
             }
             Error::NoSamples { .. } => exit::NO_DATA,
+            Error::UnknownEvent { .. } => exit::USAGE,
+            Error::NoEvents { .. } | Error::TracefsUnavailable { .. } => exit::PROFILER,
+            Error::NoCaptures { .. } => exit::TARGET,
+            Error::EmptyProfile { .. } => exit::NO_DATA,
+            Error::HostPerfMissing { .. } | Error::HostPerfFailed { .. } => exit::PROFILER,
+            Error::HeapProfilingOff { .. } | Error::HeapDumpUnavailable { .. } => exit::PROFILER,
+            Error::HeapNoDumps { .. } => exit::NO_DATA,
+            Error::HeapDumpInvalid { .. } => exit::FAILURE,
             Error::Usage(_) => exit::USAGE,
             Error::Interrupted => exit::INTERRUPTED,
             Error::Docker { .. } | Error::UnsafeArchive { .. } | Error::Io { .. } => exit::FAILURE,
@@ -148,6 +241,14 @@ fn running_hint(running: &[String]) -> String {
         "no container is running".to_string()
     } else {
         format!("running containers:\n{}", bullet_list(running))
+    }
+}
+
+fn captures_hint(available: &[String]) -> String {
+    if available.is_empty() {
+        "the store is empty: record one first (`devprof cpu TARGET`), or point --output-dir at the store".to_string()
+    } else {
+        format!("containers with captures:\n{}", bullet_list(available))
     }
 }
 

@@ -55,6 +55,13 @@ impl Folded {
         Folded { stacks }
     }
 
+    /// Builds from `(stack, count)` pairs, sorted; zero counts are dropped.
+    pub fn from_pairs(pairs: impl Iterator<Item = (String, u64)>) -> Self {
+        let mut stacks: Vec<(String, u64)> = pairs.filter(|(_, c)| *c > 0).collect();
+        stacks.sort();
+        Folded { stacks }
+    }
+
     pub fn total(&self) -> u64 {
         self.stacks.iter().map(|(_, c)| c).sum()
     }

@@ -213,6 +213,11 @@ pub fn is_permission_error(stderr: &str) -> bool {
         || s.contains("perf_event_paranoid")
 }
 
+/// perf could not lock memory for its ring buffer (`Permission error mapping pages`).
+pub fn is_mlock_error(stderr: &str) -> bool {
+    stderr.contains("mapping pages") || stderr.contains("perf_event_mlock_kb")
+}
+
 /// What is missing for perf_event_open, and how to grant each piece.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Denial {

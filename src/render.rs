@@ -36,3 +36,55 @@ pub fn write_svg<W: Write>(folded: &Folded, spec: &SvgSpec, out: W) -> io::Resul
     flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
         .map_err(|e| io::Error::other(e.to_string()))
 }
+
+/// How `devprof render` and `diff` lay a flamegraph out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    pub palette: color::Palette,
+    /// Pixels; `None` is fluid (fills the browser window).
+    pub width: Option<usize>,
+    /// Frames narrower than this percentage of the width are omitted.
+    pub min_width: f64,
+    /// Icicle graph: roots at the top.
+    pub inverted: bool,
+    /// Every stack reversed, leaves as roots.
+    pub reverse: bool,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            palette: color::Palette::Multi(color::MultiPalette::Rust),
+            width: None,
+            min_width: 0.1,
+            inverted: false,
+            reverse: false,
+        }
+    }
+}
+
+/// A flamegraph of `lines`: folded lines (`stack count`), or differential lines (`stack
+/// before after`, which inferno draws red where a frame grew and blue where it shrank).
+pub fn write_svg_lines<W: Write>(
+    lines: &[String],
+    title: &str,
+    subtitle: Option<String>,
+    layout: &Layout,
+    out: W,
+) -> io::Result<()> {
+    let mut options = Options::default();
+    options.title = title.to_string();
+    options.subtitle = subtitle;
+    options.count_name = "samples".into();
+    options.colors = layout.palette;
+    options.hash = true;
+    options.image_width = layout.width;
+    options.min_width = layout.min_width;
+    options.reverse_stack_order = layout.reverse;
+    if layout.inverted {
+        options.direction = flamegraph::Direction::Inverted;
+    }
+    // from_lines sorts the lines itself (no_sort is off).
+    flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
+        .map_err(|e| io::Error::other(e.to_string()))
+}

@@ -156,6 +156,15 @@ pub struct Manifest {
     pub timings_ms: BTreeMap<String, u64>,
     pub files: Vec<FileRecord>,
     pub notes: Vec<String>,
+    /// The event config an off-CPU capture used (its path, or `built-in`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
+    /// The off-CPU summary (counts by group, off-CPU time, bandwidth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offcpu: Option<crate::offcpu::summary::Summary>,
+    /// A heap capture: the dumps merged, totals, symbols and top allocation sites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap: Option<crate::heap::HeapRecord>,
 }
 
 impl Manifest {

@@ -1,6 +1,6 @@
 //! `devprof cpu`: run the capture, then print the closing summary.
 
-use crate::capture::{self, thousands, CpuOutcome};
+use crate::capture::{self, cpu::CpuOutcome, thousands};
 use crate::cli::CpuArgs;
 use crate::error::Result;
 use crate::settings::CpuSettings;
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 pub async fn run(args: CpuArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
     let settings = CpuSettings::from_args(args, output_dir)?;
-    let outcome = capture::run_cpu(&settings, interrupts).await?;
+    let outcome = capture::cpu::run_cpu(&settings, interrupts).await?;
     if settings.json {
         println!(
             "{}",

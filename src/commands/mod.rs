@@ -1,2 +1,11 @@
+pub mod clean;
 pub mod cpu;
+pub mod diff;
 pub mod fold;
+pub mod heap;
+pub mod ls;
+pub mod render;
+pub mod table;
+pub mod top;
+pub mod offcpu;
+pub mod summarize;

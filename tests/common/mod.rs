@@ -101,6 +101,8 @@ pub const PROFILING_RIGHTS: &[&str] = &[
     "SYS_ADMIN",
     "--cap-add",
     "SYS_PTRACE",
+    "--cap-add",
+    "IPC_LOCK",
     "--security-opt",
     "seccomp=unconfined",
 ];

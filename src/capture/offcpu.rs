@@ -1,0 +1,434 @@
+//! The off-CPU recipe: check the config's events against the container's kernel, record
+//! them with call chains (and switch records for off-CPU time), bring perf.data home,
+//! stream `perf script` through the one-pass aggregator, and write the summary, the
+//! event-count flamegraph and, with sched_switch, the off-CPU time flamegraph.
+
+use super::cpu::{manifest_for, record_files, sleep_window, subtitle, write_folded, write_svg};
+use super::{cleanup_workdir, download_data, ensure_data_written, find_target, make_workdir, record, stream_script, thousands, Target, Window};
+use crate::docker::{ContainerShell, ExecOutput};
+use crate::error::{Error, Result};
+use crate::offcpu::events::{check_events, kernel_version, CheckedEvents, EventProblem};
+use crate::offcpu::script::for_each_record;
+use crate::offcpu::summary::{render_text, Aggregator, Mode, Outcome};
+use crate::perf;
+use crate::perfdata;
+use crate::progress;
+use crate::render::SvgSpec;
+use crate::settings::{OffcpuSettings, SummaryMode};
+use crate::signals::Interrupts;
+use crate::store::{self, Manifest, Stem};
+use chrono::Local;
+use inferno::flamegraph::color::{BasicPalette, Palette};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Ring buffer sizes tried, largest first, so that bursts of events are not dropped.
+const RING_BUFFERS: &[&str] = &["16M", "4M"];
+
+#[derive(Debug)]
+pub struct OffcpuOutcome {
+    pub manifest: Manifest,
+    pub manifest_path: PathBuf,
+    pub summary_text: String,
+    pub files: Vec<(PathBuf, u64)>,
+    pub warnings: Vec<String>,
+}
+
+pub async fn run_offcpu(settings: &OffcpuSettings, interrupts: &mut Interrupts) -> Result<OffcpuOutcome> {
+    let target = find_target(&settings.target, &settings.process).await?;
+    let access = perf::check_access(&target.shell, &target.perf, &target.facts, target.process.pid).await?;
+    let mut notes: Vec<String> = access.notes.iter().filter(|n| !n.contains("cycles")).cloned().collect();
+    let checked = checked_events(&target, settings, &mut notes).await?;
+    trial_events(&target, &checked.events).await?;
+    if interrupts.pending() {
+        return Err(Error::Interrupted);
+    }
+    let workdir = make_workdir(&target.shell).await?;
+    let result = record_and_summarize(&target, &checked, notes, &workdir, settings, interrupts).await;
+    cleanup_workdir(&target.shell, &workdir).await;
+    result
+}
+
+/// The config's events that this container's kernel and perf offer; tracefs made
+/// available first when tracepoints are wanted.
+async fn checked_events(target: &Target, settings: &OffcpuSettings, notes: &mut Vec<String>) -> Result<CheckedEvents> {
+    let wants_tracepoints = settings.config.events.iter().any(|e| e.contains(':') && !e.ends_with(":u") && !e.ends_with(":k"));
+    let tracepoints = if wants_tracepoints { available_tracepoints(target, notes).await? } else { Vec::new() };
+    let kernel = kernel_version(&target.facts.kernel);
+    let checked = check_events(&settings.config.events, &tracepoints, kernel).map_err(|problem| match problem {
+        EventProblem::Unknown { event, suggestion } => Error::UnknownEvent {
+            event,
+            suggestion,
+            config: settings.config.source.clone(),
+        },
+        EventProblem::NoneLeft { skipped } => Error::NoEvents {
+            container: target.container.name.clone(),
+            config: settings.config.source.clone(),
+            skipped,
+        },
+    })?;
+    for (event, why) in &checked.skipped {
+        notes.push(format!("skipped {event}: {why}"));
+    }
+    Ok(checked)
+}
+
+/// The `system:name` tracepoints of the container's tracefs, mounting it where the
+/// container may.
+async fn available_tracepoints(target: &Target, notes: &mut Vec<String>) -> Result<Vec<String>> {
+    const SCRIPT: &str = r#"
+for t in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+  if [ -r "$t/available_events" ]; then echo "tracefs $t"; cat "$t/available_events"; exit 0; fi
+done
+if mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && [ -r /sys/kernel/tracing/available_events ]; then
+  echo "mounted /sys/kernel/tracing"; cat /sys/kernel/tracing/available_events; exit 0
+fi
+echo "no-tracefs"
+"#;
+    let out = target.shell.sh(SCRIPT).await?;
+    let mut lines = out.stdout.lines();
+    match lines.next() {
+        Some(first) if first.starts_with("tracefs ") || first.starts_with("mounted ") => {
+            if first.starts_with("mounted ") {
+                notes.push("mounted tracefs at /sys/kernel/tracing in the container (it may: CAP_SYS_ADMIN)".into());
+            }
+            Ok(lines.map(|l| l.trim().to_string()).filter(|l| l.contains(':')).collect())
+        }
+        _ => Err(Error::TracefsUnavailable {
+            container: target.container.name.clone(),
+        }),
+    }
+}
+
+/// Opens every event on the process for 100 ms, so a denied tracepoint fails before the
+/// capture window, with perf's own words.
+async fn trial_events(target: &Target, events: &[String]) -> Result<()> {
+    let pid = target.process.pid.to_string();
+    let mut argv: Vec<&str> = vec![&target.perf.path, "stat", "-x,"];
+    for event in events {
+        argv.extend(["-e", event.as_str()]);
+    }
+    argv.extend(["-p", &pid, "--", "sleep", "0.1"]);
+    let out = target.shell.run(&argv).await?;
+    if out.success() {
+        return Ok(());
+    }
+    let detail = perf::first_error_line(&out.stderr);
+    let container = target.container.name.clone();
+    Err(if perf::is_permission_error(&out.stderr) {
+        let denial = perf::diagnose_denial(&target.facts);
+        Error::PerfDenied {
+            container,
+            detail,
+            missing: denial.missing,
+            fixes: denial.fixes,
+        }
+    } else {
+        Error::PerfFailed {
+            container,
+            step: "trial of the config's events".into(),
+            detail,
+        }
+    })
+}
+
+/// The largest ring buffer perf may map here, or None for perf's default.
+async fn ring_buffer(target: &Target, workdir: &str) -> Option<String> {
+    let pid = target.process.pid.to_string();
+    let trial = format!("{workdir}/ring-trial.data");
+    for size in RING_BUFFERS {
+        let out = target
+            .shell
+            .run(&[&target.perf.path, "record", "-q", "-m", size, "-e", "cpu-clock", "-p", &pid, "-o", &trial, "--", "sleep", "0.05"])
+            .await
+            .ok()?;
+        let _ = target.shell.run(&["rm", "-f", &trial]).await;
+        if out.success() {
+            return Some(size.to_string());
+        }
+    }
+    None
+}
+
+async fn record_and_summarize(
+    target: &Target,
+    checked: &CheckedEvents,
+    mut notes: Vec<String>,
+    workdir: &str,
+    settings: &OffcpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<OffcpuOutcome> {
+    let shell = &target.shell;
+    let container = &target.container.name;
+    let switches = checked.events.iter().any(|e| e == "sched:sched_switch");
+    let buffer = ring_buffer(target, workdir).await;
+    if buffer.is_none() {
+        notes.push("perf may not map a larger ring buffer here; bursts of events may be lost".into());
+    }
+    let stem = Stem::reserve(&store::container_dir(&settings.output_dir, container), "offcpu", Local::now())?;
+    let data_in_container = format!("{workdir}/perf.data");
+    let mut timings = BTreeMap::new();
+
+    // Every event counted (-c 1), with its call chain.
+    let mut record_argv: Vec<String> = vec![target.perf.path.clone(), "record".into()];
+    for event in &checked.events {
+        record_argv.extend(["-e".into(), event.clone()]);
+    }
+    record_argv.extend(["-c".into(), "1".into(), "-g".into(), "--call-graph".into(), settings.call_graph.perf_arg().into()]);
+    if let Some(size) = &buffer {
+        record_argv.extend(["-m".into(), size.clone()]);
+    }
+    if switches {
+        // Switch-in records: the end of each off-CPU interval.
+        record_argv.push("--switch-events".into());
+    }
+    if target.perf.supports_zstd {
+        record_argv.push("-z".into());
+    }
+    record_argv.extend(sleep_window(target.process.pid, &data_in_container, settings.duration));
+
+    let label = format!("recording {container} ({} events from {})", checked.events.len(), settings.config.name);
+    let window = Window {
+        argv: &record_argv,
+        duration: settings.duration,
+        label: &label,
+        notes: &notes,
+    };
+    let mut recording = record(shell, workdir, &window, interrupts, &stem).await?;
+    if buffer.is_some() && perf::is_mlock_error(&recording.output.stderr) {
+        // Other perf sessions of the same user took the locked-memory budget between the
+        // trial and the start: record with perf's default ring buffer instead.
+        if let Some(at) = record_argv.iter().position(|a| a == "-m") {
+            record_argv.drain(at..at + 2);
+        }
+        notes.push("the locked-memory budget for perf ring buffers is in use by other sessions; recording with the default buffer".into());
+        let window = Window {
+            argv: &record_argv,
+            duration: settings.duration,
+            label: &label,
+            notes: &[],
+        };
+        recording = record(shell, workdir, &window, interrupts, &stem).await?;
+    }
+    timings.insert("record".to_string(), recording.elapsed.as_millis() as u64);
+    let report = perf::parse_record_report(&recording.output.stderr);
+    ensure_data_written(shell, &data_in_container, &recording, &stem).await?;
+
+    let t = Instant::now();
+    download_data(shell, &data_in_container, &stem).await?;
+    timings.insert("download".to_string(), t.elapsed().as_millis() as u64);
+
+    let mode = match settings.mode {
+        SummaryMode::Fast => Mode::Fast,
+        SummaryMode::Full => Mode::Full,
+        SummaryMode::Auto { threshold } => {
+            if report.samples.is_some_and(|n| n > threshold) {
+                notes.push(format!(
+                    "{} events is above the fast-mode threshold ({threshold}): summarized without stacks; --full forces them",
+                    report.samples.unwrap_or_default()
+                ));
+                Mode::Fast
+            } else {
+                Mode::Full
+            }
+        }
+    };
+    let mut script_argv: Vec<String> = vec![
+        target.perf.path.clone(),
+        "script".into(),
+        "-i".into(),
+        data_in_container.clone(),
+        "-F".into(),
+        "comm,pid,tid,time,event,trace,ip,sym,dso".into(),
+        "--no-inline".into(),
+    ];
+    if switches {
+        script_argv.push("--show-switch-events".into());
+    }
+
+    let t = Instant::now();
+    let spinner = progress::spinner(match mode {
+        Mode::Full => "symbolizing and summarizing events (perf script)",
+        Mode::Fast => "summarizing events (reading perf.data, fast mode)",
+    });
+    let keep = settings.keep_script.then(|| stem.path("script"));
+    if keep.is_some() && mode == Mode::Fast {
+        notes.push("fast mode reads perf.data directly: there is no perf script text to keep (--full keeps it)".into());
+    }
+    // Events as perf names them in its output (modifiers like `:u` dropped).
+    let events: Vec<String> = checked.events.iter().map(|e| perf_event_name(e)).collect();
+    let local_data = stem.path("data");
+    let summarizing = async move {
+        match mode {
+            // Full: perf script in the container, where the binaries are, symbolizes.
+            Mode::Full => {
+                stream_script(shell, &script_argv, keep, move |reader| {
+                    let mut aggregator = Aggregator::for_events(mode, &events);
+                    for_each_record(reader, |r| aggregator.add(r))?;
+                    Ok(aggregator)
+                })
+                .await
+            }
+            // Fast: the downloaded perf.data is read directly; no unwinding, no symbols.
+            Mode::Fast => {
+                let path = local_data.clone();
+                let aggregator = tokio::task::spawn_blocking(move || -> std::io::Result<Aggregator> {
+                    let mut aggregator = Aggregator::for_events(mode, &events);
+                    perfdata::for_each_record(&path, |r| aggregator.add(r))?;
+                    Ok(aggregator)
+                })
+                .await
+                .map_err(|e| Error::io("summary task", std::io::Error::other(e)))?
+                .map_err(|e| Error::io(format!("read {}", local_data.display()), e))?;
+                Ok((aggregator, ExecOutput { exit_code: Some(0), ..Default::default() }))
+            }
+        }
+    };
+    let streamed = tokio::select! {
+        streamed = summarizing => streamed,
+        _ = interrupts.next() => {
+            spinner.finish_and_clear();
+            let mut manifest = manifest_for(target, "offcpu", &settings.target, recording.window, settings.duration, recording.interrupted);
+            manifest.notes.push("interrupted while summarizing; the .data file holds the whole recording".into());
+            record_files(&mut manifest, &stem, &["data"]);
+            let _ = std::fs::remove_file(stem.path("script"));
+            manifest.write(&stem)?;
+            return Err(Error::Interrupted);
+        }
+    };
+    spinner.finish_and_clear();
+    let (aggregator, script_out) = match streamed {
+        Ok(done) => done,
+        Err(e) => {
+            stem.discard(&["data", "script"]);
+            return Err(e);
+        }
+    };
+    let lost = perf::parse_record_report(&script_out.stderr).lost_chunks.or(report.lost_chunks);
+    let Outcome {
+        summary,
+        events_folded,
+        off_cpu_folded,
+    } = aggregator.finish(recording.window.as_secs_f64(), lost);
+    timings.insert("summarize".to_string(), t.elapsed().as_millis() as u64);
+
+    let mut warnings = Vec::new();
+    let script_err = script_out.stderr.to_ascii_lowercase();
+    if script_err.contains("truncated") || script_err.contains("data size field is 0") {
+        warnings.push("perf.data is truncated: perf was stopped before it finished writing (out of disk or killed); counts cover what was written".into());
+    }
+    if summary.total_events == 0 {
+        stem.discard(&["data", "script"]);
+        return Err(Error::NoSamples {
+            container: container.clone(),
+            reason: Some(if !script_out.success() {
+                format!("perf script failed: {}", perf::first_error_line(&script_out.stderr))
+            } else {
+                "none of the config's events fired in the window".into()
+            }),
+            hint: format!(
+                "the process (pid {}) did none of {} while recording; record longer or under load, or check the config",
+                target.process.pid,
+                checked.events.join(", ")
+            ),
+        });
+    }
+    if let Some(l) = lost.filter(|l| *l > 0) {
+        warnings.push(format!("perf lost {l} chunks of events: counts are lower bounds; record fewer events or a shorter window"));
+    }
+
+    // Artifacts.
+    let t = Instant::now();
+    let mut extensions = vec!["data", "folded", "svg", "txt"];
+    write_folded(&events_folded, &stem.path("folded"))?;
+    let title = format!(
+        "{container} — events of {} — {} — {} events",
+        settings.config.name,
+        crate::duration::human(recording.window),
+        thousands(summary.total_events)
+    );
+    let sub = subtitle(target, 0, settings.call_graph.perf_arg()).replace(" · 0 Hz", " · every event");
+    write_svg(
+        &events_folded,
+        &SvgSpec {
+            title,
+            subtitle: Some(sub.clone()),
+            count_name: "events".into(),
+            palette: Palette::Basic(BasicPalette::Io),
+        },
+        &stem.path("svg"),
+    )?;
+    if let Some(off) = off_cpu_folded.as_ref().filter(|f| !f.is_empty()) {
+        write_folded(off, &stem.path("offcpu.folded"))?;
+        write_svg(
+            off,
+            &SvgSpec {
+                title: format!(
+                    "{container} — off-CPU time — {} — {:.2} s blocked in all threads",
+                    crate::duration::human(recording.window),
+                    off.total() as f64 / 1e6
+                ),
+                subtitle: Some(sub),
+                count_name: "us off-CPU".into(),
+                palette: Palette::Basic(BasicPalette::Blue),
+            },
+            &stem.path("offcpu.svg"),
+        )?;
+        extensions.extend(["offcpu.folded", "offcpu.svg"]);
+    }
+    let header = format!(
+        "{container} (pid {} {}): off-CPU events from {} ({}), {} window{}",
+        target.process.pid,
+        target.process.cmdline,
+        settings.config.name,
+        settings.config.source,
+        crate::duration::human(recording.window),
+        if recording.interrupted { ", stopped early by Ctrl-C" } else { "" }
+    );
+    let mut summary_text = render_text(&summary, &header);
+    if !notes.is_empty() {
+        summary_text.push_str("\nnotes:\n");
+        for note in &notes {
+            summary_text.push_str(&format!("  - {note}\n"));
+        }
+    }
+    std::fs::write(stem.path("txt"), &summary_text).map_err(|e| Error::io(format!("write {}", stem.path("txt").display()), e))?;
+    if settings.keep_script {
+        extensions.push("script");
+    }
+    timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
+
+    let mut manifest = manifest_for(target, "offcpu", &settings.target, recording.window, settings.duration, recording.interrupted);
+    manifest.events = checked.events.clone();
+    manifest.call_graph = settings.call_graph.perf_arg().into();
+    manifest.config = Some(settings.config.source.clone());
+    manifest.perf.record_command = record_argv;
+    manifest.sample_count = summary.total_events;
+    manifest.perf_reported_samples = report.samples;
+    manifest.lost_chunks = lost;
+    manifest.top_functions = events_folded.top_self(10);
+    manifest.timings_ms = timings;
+    manifest.notes = notes.into_iter().chain(warnings.iter().cloned()).collect();
+    manifest.offcpu = Some(summary);
+    let mut files = record_files(&mut manifest, &stem, &extensions);
+    let manifest_path = manifest.write(&stem)?;
+    files.push((manifest_path.clone(), store::file_size(&manifest_path)));
+    Ok(OffcpuOutcome {
+        manifest,
+        manifest_path,
+        summary_text,
+        files,
+        warnings,
+    })
+}
+
+/// How perf prints an event in `perf script`: without a `:u`/`:k` modifier.
+fn perf_event_name(event: &str) -> String {
+    match event.rsplit_once(':') {
+        Some((base, modifier)) if !modifier.is_empty() && modifier.chars().all(|c| "ukhGHpPS".contains(c)) && !base.is_empty() => {
+            base.to_string()
+        }
+        _ => event.to_string(),
+    }
+}

@@ -1,0 +1,130 @@
+//! `devprof clean --older AGE`: retention. Removes the files the manifests of old captures
+//! list, inside their directories, never through a link, each manifest last.
+
+use super::cpu::human_bytes;
+use crate::catalog::{self, Action};
+use crate::cli::CleanArgs;
+use crate::error::Result;
+use crate::store_settings::CleanSettings;
+use chrono::Local;
+use std::path::PathBuf;
+
+pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
+    let settings = CleanSettings::from_args(args, output_dir)?;
+    let captures = catalog::list(&settings.output_dir, settings.container.as_deref())?;
+    let now = Local::now().fixed_offset();
+    let expired = catalog::expired(&captures, now, settings.older, settings.keep_last);
+    let spared_by_keep_last =
+        catalog::expired(&captures, now, settings.older, 0).len() - expired.len();
+
+    let verb = if settings.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    let mut removed_files: Vec<serde_json::Value> = Vec::new();
+    let mut kept: Vec<serde_json::Value> = Vec::new();
+    let (mut freed, mut file_count) = (0u64, 0usize);
+    for &i in &expired {
+        let capture = &captures[i];
+        for action in catalog::removal_plan(capture) {
+            match action {
+                Action::Remove { path, bytes } => {
+                    let done = settings.dry_run || catalog::remove_file(&path)?;
+                    if !done {
+                        continue;
+                    }
+                    freed += bytes;
+                    file_count += 1;
+                    if !settings.json {
+                        println!("{verb} {} ({})", path.display(), human_bytes(bytes));
+                    }
+                    removed_files.push(serde_json::json!({"path": path, "bytes": bytes}));
+                }
+                Action::Keep { what, why } => {
+                    if !settings.json {
+                        println!("kept {what}: {why}");
+                    }
+                    kept.push(serde_json::json!({"path": what, "why": why}));
+                }
+            }
+        }
+    }
+    if settings.json {
+        let summary = serde_json::json!({
+            "dry_run": settings.dry_run,
+            "older_than_s": settings.older.as_secs(),
+            "keep_last": settings.keep_last,
+            "captures": expired.iter().map(|&i| captures[i].manifest_path.clone()).collect::<Vec<_>>(),
+            "removed": removed_files,
+            "kept": kept,
+            "bytes_freed": freed,
+            "spared_by_keep_last": spared_by_keep_last,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    let age = age_text(settings.older);
+    if expired.is_empty() {
+        println!(
+            "nothing to remove: no capture in {} is older than {age}",
+            settings.output_dir.display()
+        );
+    } else {
+        println!(
+            "{verb} {} capture{} ({file_count} files), {} {}",
+            expired.len(),
+            if expired.len() == 1 { "" } else { "s" },
+            if settings.dry_run {
+                "would free"
+            } else {
+                "freed"
+            },
+            human_bytes(freed)
+        );
+    }
+    if spared_by_keep_last > 0 {
+        println!(
+            "kept {spared_by_keep_last} capture{} older than {age} (--keep-last {})",
+            if spared_by_keep_last == 1 { "" } else { "s" },
+            settings.keep_last
+        );
+    }
+    if settings.dry_run {
+        println!("dry run: nothing was removed");
+    }
+    Ok(())
+}
+
+/// An age the way AGE is written: `7d`, `12h`, `1d12h`, `30m`, `45s`.
+pub fn age_text(age: std::time::Duration) -> String {
+    let mut secs = age.as_secs();
+    if secs == 0 {
+        return "0s".into();
+    }
+    let mut out = String::new();
+    for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] {
+        if secs >= size {
+            out.push_str(&format!("{}{unit}", secs / size));
+            secs %= size;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn ages_read_as_they_are_written() {
+        assert_eq!(age_text(Duration::from_secs(7 * 86_400)), "7d");
+        assert_eq!(age_text(Duration::from_secs(36 * 3_600)), "1d12h");
+        assert_eq!(age_text(Duration::from_secs(30 * 60)), "30m");
+        assert_eq!(age_text(Duration::from_secs(0)), "0s");
+    }
+}

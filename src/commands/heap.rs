@@ -1,0 +1,98 @@
+//! `devprof heap`: obtain and render the heap dumps, then print the closing summary.
+
+use crate::cli::HeapArgs;
+use crate::commands::cpu::human_bytes;
+use crate::error::Result;
+use crate::heap::capture::{run_heap, HeapOutcome};
+use crate::settings::HeapSettings;
+use crate::signals::Interrupts;
+use std::path::PathBuf;
+
+pub async fn run(args: HeapArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
+    let settings = HeapSettings::from_args(args, output_dir)?;
+    let outcome = run_heap(&settings, interrupts).await?;
+    if settings.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json_summary(&outcome)).unwrap_or_default()
+        );
+    } else {
+        print!("{}", human_summary(&outcome));
+    }
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(())
+}
+
+fn json_summary(outcome: &HeapOutcome) -> serde_json::Value {
+    let heap = outcome.manifest.heap.clone().unwrap_or_default();
+    serde_json::json!({
+        "manifest": outcome.manifest_path,
+        "files": outcome.files.iter().map(|(p, b)| serde_json::json!({"path": p, "bytes": b})).collect::<Vec<_>>(),
+        "measure": heap.measure,
+        "how": heap.how,
+        "dumps": heap.dumps,
+        "total_bytes": heap.total_bytes,
+        "total_objects": heap.total_objects,
+        "header_total_bytes": heap.header_total_bytes,
+        "header_gap_percent": heap.header_gap_percent,
+        "stacks": heap.stacks,
+        "addresses": heap.addresses,
+        "addresses_symbolized": heap.addresses_symbolized,
+        "own_sites": heap.own_sites,
+        "top_self": heap.top_self,
+        "top_inclusive": heap.top_inclusive,
+        "modules": heap.modules,
+        "duration_s": outcome.manifest.duration_recorded_s,
+        "interrupted": outcome.manifest.interrupted,
+        "timings_ms": outcome.manifest.timings_ms,
+        "warnings": outcome.warnings,
+    })
+}
+
+fn human_summary(outcome: &HeapOutcome) -> String {
+    let m = &outcome.manifest;
+    let heap = m.heap.clone().unwrap_or_default();
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{} (pid {}): {} bytes {} in {} objects, from {} dump{} ({})\n",
+        m.container.name,
+        m.process.pid,
+        heap.measure,
+        human_bytes(heap.total_bytes),
+        crate::capture::thousands(heap.total_objects),
+        heap.dumps.len(),
+        if heap.dumps.len() == 1 { "" } else { "s" },
+        heap.how
+    ));
+    for d in &heap.dumps {
+        out.push_str(&format!("  dump {} (seq {}, {})\n", d.name, d.seq, d.kind));
+    }
+    if !heap.own_sites.is_empty() {
+        out.push_str("largest allocation sites in the program's own code:\n");
+        for (name, bytes) in heap.own_sites.iter().take(5) {
+            let share = 100.0 * *bytes as f64 / heap.total_bytes.max(1) as f64;
+            out.push_str(&format!(
+                "  {share:5.1}%  {:>10}  {name}\n",
+                human_bytes(*bytes)
+            ));
+        }
+    }
+    out.push_str("files written:\n");
+    for (path, bytes) in &outcome.files {
+        out.push_str(&format!(
+            "  {:>10}  {}\n",
+            human_bytes(*bytes),
+            path.display()
+        ));
+    }
+    for (path, _) in &outcome.files {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("svg") => out.push_str(&format!("memory flamegraph: {}\n", path.display())),
+            Some("txt") => out.push_str(&format!("report: {}\n", path.display())),
+            _ => {}
+        }
+    }
+    out
+}

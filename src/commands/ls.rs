@@ -1,0 +1,121 @@
+//! `devprof ls`: the captures in the store, from their manifests.
+
+use super::cpu::human_bytes;
+use super::table::{self, Align};
+use crate::capture::thousands;
+use crate::catalog::{self, Capture};
+use crate::cli::LsArgs;
+use crate::error::Result;
+use crate::store_settings::LsSettings;
+use chrono::Local;
+use std::path::PathBuf;
+
+pub fn run(args: LsArgs, output_dir: PathBuf) -> Result<()> {
+    let settings = LsSettings::from_args(args, output_dir)?;
+    let captures = catalog::list(&settings.output_dir, settings.container.as_deref())?;
+    if settings.json {
+        let rows: Vec<serde_json::Value> = captures.iter().map(json_row).collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    if captures.is_empty() {
+        println!("no captures in {}", settings.output_dir.display());
+        return Ok(());
+    }
+    print!("{}", human_table(&captures));
+    Ok(())
+}
+
+/// What a capture's count counts, by kind: samples (cpu), events (offcpu), bytes (heap).
+pub fn count_text(capture: &Capture) -> String {
+    let n = capture.manifest.sample_count;
+    match capture.manifest.kind.as_str() {
+        "heap" => human_bytes(n),
+        "offcpu" => format!("{} events", thousands(n)),
+        _ => format!("{} samples", thousands(n)),
+    }
+}
+
+pub fn human_table(captures: &[Capture]) -> String {
+    let rows: Vec<Vec<String>> = captures
+        .iter()
+        .map(|c| {
+            vec![
+                c.created
+                    .with_timezone(&Local)
+                    .format("%Y-%m-%d %H:%M:%S")
+                    .to_string(),
+                c.manifest.kind.clone(),
+                c.container.clone(),
+                format!("{:.1} s", c.manifest.duration_recorded_s),
+                count_text(c),
+                c.manifest.files.len().to_string(),
+                human_bytes(c.bytes_on_disk()),
+                c.name(),
+            ]
+        })
+        .collect();
+    let mut out = table::render(
+        &[
+            "TIME",
+            "KIND",
+            "CONTAINER",
+            "DURATION",
+            "COUNT",
+            "FILES",
+            "SIZE",
+            "CAPTURE",
+        ],
+        &[
+            Align::Left,
+            Align::Left,
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Left,
+        ],
+        &rows,
+        0,
+    );
+    let total: u64 = captures.iter().map(Capture::bytes_on_disk).sum();
+    out.push_str(&format!(
+        "{} capture{}, {}\n",
+        captures.len(),
+        if captures.len() == 1 { "" } else { "s" },
+        human_bytes(total)
+    ));
+    out
+}
+
+fn json_row(c: &Capture) -> serde_json::Value {
+    let files: Vec<serde_json::Value> = c
+        .manifest
+        .files
+        .iter()
+        .map(|f| {
+            let bytes = catalog::listed_path(&c.dir, &f.name)
+                .and_then(|p| std::fs::symlink_metadata(p).ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
+            serde_json::json!({"name": f.name, "bytes": bytes})
+        })
+        .collect();
+    serde_json::json!({
+        "container": c.container,
+        "capture": c.name(),
+        "kind": c.manifest.kind,
+        "created": c.manifest.created,
+        "duration_s": c.manifest.duration_recorded_s,
+        "count": c.manifest.sample_count,
+        "events": c.manifest.events,
+        "interrupted": c.manifest.interrupted,
+        "manifest": c.manifest_path,
+        "files": files,
+        "bytes": c.bytes_on_disk(),
+    })
+}

@@ -1,0 +1,124 @@
+//! `devprof top FILE|TARGET`: the heaviest functions of a profile, who calls a family of
+//! frames, and how the samples split between modules.
+
+use super::table::{self, pct, Align};
+use crate::analysis::top::{self, Callers, Row};
+use crate::capture::thousands;
+use crate::cli::TopArgs;
+use crate::error::{Error, Result};
+use crate::loader;
+use crate::store_settings::TopSettings;
+use std::path::PathBuf;
+
+pub fn run(args: TopArgs, output_dir: PathBuf) -> Result<()> {
+    let settings = TopSettings::from_args(args, output_dir)?;
+    let loaded = loader::load(&settings.profile, &settings.output_dir)?;
+    let folded = settings.filter.apply(&loaded.folded);
+    if folded.is_empty() {
+        return Err(Error::EmptyProfile {
+            path: loaded.path.display().to_string(),
+            reason: Some("after --include/--exclude/--preset".into()),
+            hint: "loosen the filters".into(),
+        });
+    }
+    let total = folded.total();
+    let rankings = settings.callers.is_none() && settings.modules.is_none();
+    let by_self = rankings.then(|| top::by_self(&folded, settings.limit));
+    let by_inclusive = rankings.then(|| top::by_inclusive(&folded, settings.limit));
+    let callers = settings
+        .callers
+        .as_ref()
+        .map(|q| top::callers(&folded, &q.pattern, q.module.as_ref(), settings.limit));
+    let modules = settings
+        .modules
+        .as_ref()
+        .map(|re| top::modules(&folded, re));
+
+    if settings.json {
+        let json = serde_json::json!({
+            "file": loaded.path,
+            "capture": loaded.capture.as_ref().map(|c| c.name()),
+            "total": total,
+            "self": by_self,
+            "inclusive": by_inclusive,
+            "callers": callers.as_ref().map(|c| serde_json::json!({
+                "pattern": settings.callers.as_ref().map(|q| q.pattern.as_str()),
+                "module": settings.callers.as_ref().and_then(|q| q.module.as_ref().map(|m| m.as_str())),
+                "matched": c.matched,
+                "matched_percent": c.matched_percent,
+                "rows": c.rows,
+            })),
+            "modules": modules.as_ref().map(|rows| serde_json::json!({
+                "regex": settings.modules.as_ref().map(|m| m.as_str()),
+                "rows": rows,
+            })),
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+        return Ok(());
+    }
+
+    let mut out = format!("{}: {} samples\n", loaded.path.display(), thousands(total));
+    if let Some(rows) = &by_self {
+        out.push_str(&format!(
+            "\ntop {} by self samples (leaf frame)\n",
+            rows.len()
+        ));
+        out.push_str(&rows_table(rows, "FUNCTION"));
+    }
+    if let Some(rows) = &by_inclusive {
+        out.push_str(&format!(
+            "\ntop {} by inclusive samples (anywhere on the stack)\n",
+            rows.len()
+        ));
+        out.push_str(&rows_table(rows, "FUNCTION"));
+    }
+    if let (Some(c), Some(q)) = (&callers, &settings.callers) {
+        out.push_str(&callers_text(
+            c,
+            q.pattern.as_str(),
+            q.module.as_ref().map(|m| m.as_str()),
+        ));
+    }
+    if let (Some(rows), Some(re)) = (&modules, &settings.modules) {
+        out.push_str(&format!(
+            "\nmodules /{re}/ (innermost matching frame; % of all samples)\n"
+        ));
+        out.push_str(&rows_table(rows, "MODULE"));
+    }
+    print!("{out}");
+    Ok(())
+}
+
+fn callers_text(c: &Callers, pattern: &str, module: Option<&str>) -> String {
+    let nearest = match module {
+        Some(m) => format!("nearest caller matching /{m}/"),
+        None => "immediate caller".to_string(),
+    };
+    let mut out = format!(
+        "\ncallers of /{pattern}/ ({nearest}): {} samples, {}% of all\n",
+        thousands(c.matched),
+        pct(c.matched_percent)
+    );
+    if c.matched == 0 {
+        out.push_str("  no frame matches the pattern\n");
+    } else {
+        out.push_str(&rows_table(&c.rows, "CALLER (% of matched)"));
+    }
+    out
+}
+
+fn rows_table(rows: &[Row], what: &str) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| vec![thousands(r.samples), pct(r.percent), r.name.clone()])
+        .collect();
+    table::render(
+        &["SAMPLES", "%", what],
+        &[Align::Right, Align::Right, Align::Left],
+        &cells,
+        2,
+    )
+}

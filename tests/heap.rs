@@ -1,0 +1,519 @@
+//! `devprof heap` end to end: the real binary, the real engine, the demo node's real
+//! jemalloc dumps. Expected totals are computed here from the dump files themselves (the
+//! header's `t*:` line and jeprof's unbiasing formula), not taken from devprof.
+
+mod common;
+
+use common::*;
+use devprof::fold::Folded;
+use predicates::prelude::*;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// These tests send demo-seq dump signals and read "the newest dump": one at a time.
+static DEMO_SEQ_DUMPS: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    DEMO_SEQ_DUMPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The header `t*:` in-use bytes of a dump file, unbiased with jeprof's formula.
+fn header_in_use_bytes(dump: &Path) -> f64 {
+    let text = std::fs::read_to_string(dump).unwrap();
+    let mut lines = text.lines();
+    let period: f64 = lines
+        .next()
+        .unwrap()
+        .trim_start_matches("heap_v2/")
+        .parse()
+        .unwrap();
+    let total = lines.next().unwrap().trim();
+    let counts = total
+        .strip_prefix("t*:")
+        .unwrap()
+        .split('[')
+        .next()
+        .unwrap();
+    let (objects, bytes) = counts.split_once(':').unwrap();
+    let (objects, bytes): (f64, f64) = (
+        objects.trim().parse().unwrap(),
+        bytes.trim().parse().unwrap(),
+    );
+    bytes / (1.0 - (-(bytes / objects) / period).exp())
+}
+
+/// The `total:` line of the text report, in bytes.
+fn report_total(txt: &str) -> f64 {
+    let line = txt
+        .lines()
+        .find(|l| l.starts_with("total: "))
+        .expect("total line");
+    line["total: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap()
+}
+
+/// Inclusive bytes of every `demo_node::workloads::*` function in a folded file.
+fn workload_bytes(folded: &Folded) -> HashMap<String, u64> {
+    let mut out = HashMap::new();
+    for (stack, bytes) in &folded.stacks {
+        let mut seen = std::collections::HashSet::new();
+        for f in stack
+            .split(';')
+            .filter(|f| f.starts_with("demo_node::workloads::"))
+        {
+            if seen.insert(f) {
+                *out.entry(f.to_string()).or_default() += bytes;
+            }
+        }
+    }
+    out
+}
+
+/// Checks one heap capture: artifacts, alloc_blocks largest, total vs the dump's header.
+fn check_capture(cwd: &Path) -> serde_json::Value {
+    let stem = only_capture(cwd, DEMO_SEQ, "heap-");
+    for ext in ["folded", "svg", "txt", "json"] {
+        let path = with_ext(&stem, ext);
+        assert!(
+            std::fs::metadata(&path)
+                .map(|m| m.len() > 0)
+                .unwrap_or(false),
+            "{} missing",
+            path.display()
+        );
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    assert_eq!(manifest["kind"], "heap");
+    let dumps = manifest["heap"]["dumps"].as_array().unwrap();
+    assert_eq!(dumps.len(), 1);
+    let dump_name = dumps[0]["name"].as_str().unwrap();
+    let dump_path = cwd.join("profiling").join(DEMO_SEQ).join(dump_name);
+    assert!(
+        dump_path.is_file(),
+        "the dump is in the store under its own name: {}",
+        dump_path.display()
+    );
+
+    let folded =
+        Folded::from_folded_text(&std::fs::read_to_string(with_ext(&stem, "folded")).unwrap());
+    let workloads = workload_bytes(&folded);
+    let (top, top_bytes) = workloads
+        .iter()
+        .max_by_key(|(_, b)| **b)
+        .expect("workload frames");
+    assert_eq!(top, "demo_node::workloads::alloc_blocks", "{workloads:?}");
+    assert!(
+        *top_bytes as f64 > 0.3 * folded.total() as f64,
+        "{workloads:?} of {}",
+        folded.total()
+    );
+
+    let svg = std::fs::read_to_string(with_ext(&stem, "svg")).unwrap();
+    assert!(
+        svg.contains("demo_node::workloads::alloc_blocks") && svg.contains(" bytes"),
+        "memory flamegraph in bytes"
+    );
+    assert!(!svg.contains("_rjem_"), "allocator frames dropped");
+
+    let txt = std::fs::read_to_string(with_ext(&stem, "txt")).unwrap();
+    let total = report_total(&txt);
+    let header = header_in_use_bytes(&dump_path);
+    assert!(
+        (total - header).abs() / header < 0.01,
+        "report total {total} vs dump t* {header}"
+    );
+    assert_eq!(
+        total as u64,
+        folded.total(),
+        "the flamegraph holds every byte of the report"
+    );
+    assert!(txt.contains(dump_name), "the report names its dump");
+    manifest
+}
+
+#[test]
+fn heap_over_a_window_then_latest_show_alloc_blocks_and_the_dump_total() {
+    if !devnet_ready("heap_over_a_window_then_latest_show_alloc_blocks_and_the_dump_total") {
+        return;
+    }
+    let _guard = lock();
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["heap", DEMO_SEQ, "10"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("files written"))
+        .stdout(predicate::str::contains("memory flamegraph"))
+        .stdout(predicate::str::contains(
+            "demo_node::workloads::alloc_blocks",
+        ));
+    let window = check_capture(cwd.path());
+    assert!(window["heap"]["how"].as_str().unwrap().contains("SIGUSR2"));
+    assert!(window["duration_recorded_s"].as_f64().unwrap() >= 9.9);
+    let collected = window["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["name"].as_str().unwrap().ends_with(".heap"))
+        .count();
+    assert_eq!(collected, 2, "the start and the end dump are collected");
+
+    // --latest, in a fresh store: the newest dump, no waiting.
+    let cwd2 = workdir();
+    let started = std::time::Instant::now();
+    devprof(cwd2.path())
+        .args(["heap", DEMO_SEQ, "--latest"])
+        .assert()
+        .success();
+    assert!(started.elapsed().as_secs() < 60);
+    let latest = check_capture(cwd2.path());
+    let newest = docker_ok(&[
+        "exec",
+        DEMO_SEQ,
+        "sh",
+        "-c",
+        "ls -t /profiling/jeprof.demo-seq.*.heap | head -1",
+    ]);
+    assert_eq!(
+        format!(
+            "/profiling/{}",
+            latest["heap"]["dumps"][0]["name"].as_str().unwrap()
+        ),
+        newest
+    );
+    assert_eq!(
+        latest["heap"]["dumps"][0]["name"], window["heap"]["dumps"][0]["name"],
+        "the window's end dump is the newest"
+    );
+}
+
+#[test]
+fn last_two_merges_exactly_two_named_dumps_and_all_merges_every_one() {
+    if !devnet_ready("last_two_merges_exactly_two_named_dumps_and_all_merges_every_one") {
+        return;
+    }
+    let _guard = lock();
+    let cwd = workdir();
+    // At least two dumps of the running node (a window asks for two).
+    devprof(cwd.path())
+        .args(["heap", DEMO_SEQ, "1"])
+        .assert()
+        .success();
+    let pid = docker_ok(&["exec", DEMO_SEQ, "pgrep", "-x", "demo-node"]);
+    let listing = docker_ok(&[
+        "exec",
+        DEMO_SEQ,
+        "sh",
+        "-c",
+        &format!("ls /profiling/jeprof.demo-seq.{pid}.*.heap"),
+    ]);
+    let mut own: Vec<(u64, String)> = listing
+        .lines()
+        .map(|p| {
+            let name = p.rsplit('/').next().unwrap().to_string();
+            let seq = name.split('.').nth(3).unwrap().parse().unwrap();
+            (seq, name)
+        })
+        .collect();
+    own.sort();
+    assert!(own.len() >= 2, "{listing}");
+    let newest_two: Vec<String> = own[own.len() - 2..]
+        .iter()
+        .map(|(_, n)| n.clone())
+        .collect();
+
+    let out = devprof(cwd.path())
+        .args(["heap", DEMO_SEQ, "--last", "2", "--json"])
+        .assert()
+        .success();
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let merged: Vec<String> = json["dumps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(merged, newest_two, "exactly the newest two, oldest first");
+    let txt_path = json["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .find(|p| p.ends_with(".txt"))
+        .unwrap();
+    let txt = std::fs::read_to_string(cwd.path().join(txt_path)).unwrap();
+    assert!(txt.contains("dumps merged (2)"), "{txt}");
+    for name in &newest_two {
+        assert!(txt.contains(name.as_str()), "the report names {name}");
+    }
+    // A merge adds the dumps: its total is the sum of their headers.
+    let store = cwd.path().join("profiling").join(DEMO_SEQ);
+    let expected: f64 = newest_two
+        .iter()
+        .map(|n| header_in_use_bytes(&store.join(n)))
+        .sum();
+    let total = json["total_bytes"].as_f64().unwrap();
+    assert!(
+        (total - expected).abs() / expected < 0.01,
+        "{total} vs {expected}"
+    );
+
+    let out = devprof(cwd.path())
+        .args(["heap", DEMO_SEQ, "--all", "--json"])
+        .assert()
+        .success();
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let all: Vec<String> = json["dumps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap().to_string())
+        .collect();
+    let own_names: Vec<String> = own.iter().map(|(_, n)| n.clone()).collect();
+    assert_eq!(
+        all, own_names,
+        "every dump of the process, in sequence order"
+    );
+
+    // More than there are: an error that says how many there are, nothing more written.
+    let before = files_under(cwd.path());
+    devprof(cwd.path())
+        .args(["heap", DEMO_SEQ, "--last", "100000"])
+        .assert()
+        .code(6)
+        .stderr(predicate::str::contains("has written only"));
+    assert_eq!(files_under(cwd.path()), before);
+}
+
+#[test]
+fn files_selects_exactly_the_named_dumps_and_a_missing_name_lists_the_others() {
+    if !devnet_ready("files_selects_exactly_the_named_dumps_and_a_missing_name_lists_the_others") {
+        return;
+    }
+    let _guard = lock();
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["heap", DEMO_SEQ, "1"])
+        .assert()
+        .success();
+    let first = docker_ok(&[
+        "exec",
+        DEMO_SEQ,
+        "sh",
+        "-c",
+        "ls -tr /profiling/jeprof.demo-seq.*.heap | head -1",
+    ]);
+    let first = first.rsplit('/').next().unwrap().to_string();
+    let out = devprof(cwd.path())
+        .args(["heap", DEMO_SEQ, "--files", &first, "--json"])
+        .assert()
+        .success();
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(json["dumps"].as_array().unwrap().len(), 1);
+    assert_eq!(json["dumps"][0]["name"], first.as_str());
+
+    let cwd2 = workdir();
+    devprof(cwd2.path())
+        .args([
+            "heap",
+            DEMO_SEQ,
+            "--files",
+            &format!("{first},jeprof.demo-seq.1.999999.m9.heap"),
+        ])
+        .assert()
+        .code(6)
+        .stderr(predicate::str::contains(
+            "no dump named jeprof.demo-seq.1.999999.m9.heap",
+        ))
+        .stderr(predicate::str::contains(first.as_str()));
+    assert!(files_under(cwd2.path()).is_empty());
+    devprof(cwd2.path())
+        .args(["heap", DEMO_SEQ, "--files", "../../etc/passwd"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is a path"));
+    assert!(files_under(cwd2.path()).is_empty());
+}
+
+#[test]
+fn alloc_renders_accumulated_bytes() {
+    if !devnet_ready("alloc_renders_accumulated_bytes") {
+        return;
+    }
+    let _guard = lock();
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["heap", DEMO_SEQ, "1"])
+        .assert()
+        .success();
+    let out = devprof(cwd.path())
+        .args(["heap", DEMO_SEQ, "--latest", "--alloc", "--json"])
+        .assert()
+        .success();
+    let alloc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let out = devprof(cwd.path())
+        .args(["heap", DEMO_SEQ, "--latest", "--json"])
+        .assert()
+        .success();
+    let in_use: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(alloc["measure"], "allocated");
+    assert_eq!(alloc["dumps"], in_use["dumps"]);
+    // alloc_blocks frees half of what it holds again and again: it allocated far more
+    // than it holds.
+    assert!(alloc["total_bytes"].as_u64().unwrap() > in_use["total_bytes"].as_u64().unwrap());
+}
+
+#[test]
+fn target_without_profiling_fails_naming_the_variable_and_writes_nothing() {
+    if !devnet_ready("target_without_profiling_fails_naming_the_variable_and_writes_nothing") {
+        return;
+    }
+    let name = unique("devprof-test-noprof");
+    let _guard = run_container(
+        &name,
+        &[
+            "-e",
+            "DEMO_WORKLOADS=alloc_blocks:5",
+            "-e",
+            "_RJEM_MALLOC_CONF=prof:false",
+        ],
+        &demo_image(),
+        &[],
+    );
+    let cwd = workdir();
+    for args in [
+        vec!["heap", name.as_str(), "2"],
+        vec!["heap", name.as_str(), "--latest"],
+    ] {
+        devprof(cwd.path())
+            .args(&args)
+            .assert()
+            .code(5)
+            .stderr(predicate::str::contains(
+                "jemalloc heap profiling is not on",
+            ))
+            .stderr(predicate::str::contains(
+                "_RJEM_MALLOC_CONF=prof:false has no prof:true",
+            ))
+            .stderr(predicate::str::contains("when the process starts"))
+            .stderr(predicate::str::contains(".env"));
+    }
+    assert!(
+        files_under(cwd.path()).is_empty(),
+        "{:?}",
+        files_under(cwd.path())
+    );
+
+    // Not set at all: the same, naming the variable this program reads.
+    let bare = unique("devprof-test-noconf");
+    let _g2 = run_container(
+        &bare,
+        &["-e", "DEMO_WORKLOADS=alloc_blocks:5"],
+        &demo_image(),
+        &[],
+    );
+    devprof(cwd.path())
+        .args(["heap", &bare, "2"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("_RJEM_MALLOC_CONF is not set"));
+    assert!(files_under(cwd.path()).is_empty());
+}
+
+#[test]
+fn interval_dumps_are_collected_and_an_uncaught_signal_is_never_sent() {
+    if !devnet_ready("interval_dumps_are_collected_and_an_uncaught_signal_is_never_sent") {
+        return;
+    }
+    // SIGUSR1 is not caught by the demo node: devprof must not send it (it would kill it).
+    let name = unique("devprof-test-interval");
+    let _guard = run_container(
+        &name,
+        &[
+            "-e",
+            "DEMO_WORKLOADS=alloc_blocks:20",
+            "-e",
+            "_RJEM_MALLOC_CONF=prof:true,lg_prof_sample:17,lg_prof_interval:24,prof_prefix:/tmp/jeprof",
+        ],
+        &demo_image(),
+        &[],
+    );
+    let no_interval = unique("devprof-test-nosig");
+    let _g2 = run_container(
+        &no_interval,
+        &[
+            "-e",
+            "DEMO_WORKLOADS=alloc_blocks:5",
+            "-e",
+            "_RJEM_MALLOC_CONF=prof:true,prof_prefix:/tmp/jeprof",
+        ],
+        &demo_image(),
+        &[],
+    );
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let cwd = workdir();
+    devprof(cwd.path())
+        .env("DEVPROF_HEAP_DUMP_SIGNAL", "USR1")
+        .args(["heap", &no_interval, "2"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("does not catch SIGUSR1"))
+        .stderr(predicate::str::contains("lg_prof_interval"));
+    assert!(files_under(cwd.path()).is_empty());
+    let alive = docker_ok(&["exec", &no_interval, "pgrep", "-x", "demo-node"]);
+    assert!(!alive.is_empty(), "the node still runs");
+
+    let out = devprof(cwd.path())
+        .env("DEVPROF_HEAP_DUMP_SIGNAL", "USR1")
+        .args(["heap", &name, "4", "--json"])
+        .assert()
+        .success();
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(
+        json["how"].as_str().unwrap().contains("interval dumps"),
+        "{}",
+        json["how"]
+    );
+    assert!(
+        json["dumps"][0]["name"].as_str().unwrap().contains(".i"),
+        "an interval dump: {}",
+        json["dumps"]
+    );
+    assert!(
+        !docker_ok(&["exec", &name, "pgrep", "-x", "demo-node"]).is_empty(),
+        "the node still runs"
+    );
+}
+
+#[test]
+fn duration_with_a_selection_and_last_zero_are_usage_errors() {
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["heap", "demo-seq", "10", "--latest"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("give one or the other"));
+    devprof(cwd.path())
+        .args(["heap", "demo-seq", "--last", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("at least 1"));
+    devprof(cwd.path())
+        .args(["heap", "demo-seq", "--latest", "--all"])
+        .assert()
+        .code(2);
+    devprof(cwd.path())
+        .env("DEVPROF_HEAP_DUMP_SIGNAL", "KILL")
+        .args(["heap", "demo-seq", "5"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot be caught"));
+    assert!(files_under(cwd.path()).is_empty());
+}

@@ -1,0 +1,651 @@
+//! `devprof ls`, `clean`, `render`, `top` and `diff` end to end: the real binary over a
+//! store in a scratch directory. The store is built as `devprof cpu` builds it (a stem
+//! reserved per capture, its files, a `store::Manifest` listing them), dated in the past;
+//! the folded stacks are real captures of the demo node (tests/data). No Docker needed,
+//! except for the last test, which records demo-seq first.
+
+mod common;
+
+use chrono::{Duration as Days, Local};
+use common::*;
+use devprof::store::{FileRecord, Manifest, Stem};
+use predicates::prelude::*;
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const DEMO_SEQ_FOLDED: &str = include_str!("data/cpu-demo-seq.folded");
+const SHIFTED_FOLDED: &str = include_str!("data/cpu-demo-shifted.folded");
+
+/// One capture written into `profiling/<container>/` as devprof writes it, `days_ago` old.
+struct Made {
+    name: String,
+    files: Vec<PathBuf>,
+    bytes: u64,
+}
+
+fn make_capture(
+    cwd: &Path,
+    container: &str,
+    days_ago: i64,
+    folded: &str,
+    extra_listed: &[&str],
+) -> Made {
+    let dir = cwd.join("profiling").join(container);
+    let created = Local::now() - Days::days(days_ago);
+    let stem = Stem::reserve(&dir, "perf", created).unwrap();
+    let mut records = Vec::new();
+    let mut files = Vec::new();
+    for (ext, content) in [
+        ("data", vec![7u8; 4096 + days_ago as usize]),
+        ("folded", folded.as_bytes().to_vec()),
+        ("svg", b"<svg></svg>\n".to_vec()),
+    ] {
+        let path = stem.path(ext);
+        fs::write(&path, &content).unwrap();
+        records.push(FileRecord {
+            name: stem.file_name(ext),
+            bytes: content.len() as u64,
+        });
+        files.push(path);
+    }
+    for name in extra_listed {
+        records.push(FileRecord {
+            name: name.to_string(),
+            bytes: 0,
+        });
+    }
+    let mut manifest = Manifest {
+        devprof_version: "0.1.0".into(),
+        kind: "cpu".into(),
+        created: created.to_rfc3339(),
+        target: container.into(),
+        events: vec!["cpu-clock".into()],
+        frequency_hz: 999,
+        call_graph: "fp".into(),
+        duration_requested_s: 3.0,
+        duration_recorded_s: 3.0,
+        sample_count: 1000 + days_ago as u64,
+        files: records,
+        ..Default::default()
+    };
+    manifest.container.name = container.into();
+    files.push(manifest.write(&stem).unwrap());
+    let bytes = files.iter().map(|p| fs::metadata(p).unwrap().len()).sum();
+    Made {
+        name: stem.name().to_string(),
+        files,
+        bytes,
+    }
+}
+
+/// The store of the clean tests: demo-seq captures 1, 3, 10 and 30 days old; an unrelated
+/// file, a JSON file that is no manifest, and a link to a file outside the store, which
+/// the 10-day manifest also lists (as if tampered with), as it does `../outside/secret`.
+struct Store {
+    cwd: tempfile::TempDir,
+    captures: Vec<Made>,
+    outside: PathBuf,
+    link: PathBuf,
+    unrelated: Vec<PathBuf>,
+}
+
+fn store() -> Store {
+    let cwd = workdir();
+    let outside_dir = cwd.path().join("outside");
+    fs::create_dir_all(&outside_dir).unwrap();
+    let outside = outside_dir.join("secret");
+    fs::write(&outside, "not devprof's\n").unwrap();
+    let link_name = "perf-linked.folded";
+    let captures = vec![
+        make_capture(cwd.path(), DEMO_SEQ, 1, DEMO_SEQ_FOLDED, &[]),
+        make_capture(cwd.path(), DEMO_SEQ, 3, DEMO_SEQ_FOLDED, &[]),
+        make_capture(
+            cwd.path(),
+            DEMO_SEQ,
+            10,
+            DEMO_SEQ_FOLDED,
+            &[link_name, "../outside/secret"],
+        ),
+        make_capture(cwd.path(), DEMO_SEQ, 30, DEMO_SEQ_FOLDED, &[]),
+    ];
+    let dir = cwd.path().join("profiling").join(DEMO_SEQ);
+    let link = dir.join(link_name);
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    let notes = dir.join("notes.txt");
+    fs::write(&notes, "mine\n").unwrap();
+    let other_json = dir.join("settings.json");
+    fs::write(&other_json, "{\"theme\": \"dark\"}\n").unwrap();
+    Store {
+        cwd,
+        captures,
+        outside,
+        link,
+        unrelated: vec![notes, other_json],
+    }
+}
+
+fn all_files(cwd: &Path) -> BTreeSet<PathBuf> {
+    files_under(cwd).into_iter().collect()
+}
+
+fn rel(cwd: &Path, paths: &[PathBuf]) -> BTreeSet<PathBuf> {
+    paths
+        .iter()
+        .map(|p| p.strip_prefix(cwd).unwrap().to_path_buf())
+        .collect()
+}
+
+fn assert_outside_and_link_survive(s: &Store) {
+    assert_eq!(fs::read_to_string(&s.outside).unwrap(), "not devprof's\n");
+    let link = fs::symlink_metadata(&s.link).expect("the link survives");
+    assert!(link.file_type().is_symlink());
+    for path in &s.unrelated {
+        assert!(path.exists(), "{} was removed", path.display());
+    }
+}
+
+#[test]
+fn clean_older_7d_removes_exactly_the_10_and_30_day_captures() {
+    let s = store();
+    let before = all_files(s.cwd.path());
+    let out = devprof(s.cwd.path())
+        .args(["clean", "--older", "7d"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+
+    let gone: BTreeSet<PathBuf> = s.captures[2..]
+        .iter()
+        .flat_map(|c| rel(s.cwd.path(), &c.files))
+        .collect();
+    let expected: BTreeSet<PathBuf> = before.difference(&gone).cloned().collect();
+    assert_eq!(all_files(s.cwd.path()), expected, "{out}");
+    assert_outside_and_link_survive(&s);
+
+    for c in &s.captures[2..] {
+        for f in &c.files {
+            assert!(
+                out.contains(&format!(
+                    "removed {}",
+                    f.strip_prefix(s.cwd.path()).unwrap().display()
+                )),
+                "{} not reported:\n{out}",
+                f.display()
+            );
+        }
+    }
+    // Manifests go last: every manifest line follows its capture's other files.
+    for c in &s.captures[2..] {
+        let manifest_at = out.find(&format!("{}.json", c.name)).unwrap();
+        let data_at = out.find(&format!("{}.data", c.name)).unwrap();
+        assert!(data_at < manifest_at, "{out}");
+    }
+    assert!(
+        out.contains("a symbolic link, not a file devprof wrote"),
+        "{out}"
+    );
+    assert!(out.contains("'../outside/secret'"), "{out}");
+    let freed = s.captures[2].bytes + s.captures[3].bytes;
+    assert!(
+        out.contains(&format!(
+            "removed 2 captures (8 files), freed {}",
+            human(freed)
+        )),
+        "expected {freed} bytes freed:\n{out}"
+    );
+}
+
+#[test]
+fn clean_dry_run_removes_nothing() {
+    let s = store();
+    let before = all_files(s.cwd.path());
+    devprof(s.cwd.path())
+        .args(["clean", "--older", "7d", "--dry-run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "would remove profiling/{DEMO_SEQ}/{}.data",
+            s.captures[3].name
+        )))
+        .stdout(predicate::str::contains(
+            "would remove 2 captures (8 files)",
+        ))
+        .stdout(predicate::str::contains("nothing was removed"));
+    assert_eq!(all_files(s.cwd.path()), before);
+    assert_outside_and_link_survive(&s);
+}
+
+#[test]
+fn clean_keep_last_1_keeps_the_newest_even_when_it_is_older_than_age() {
+    let s = store();
+    let before = all_files(s.cwd.path());
+    // All four are older than 12 h; the newest (1 day) stays.
+    devprof(s.cwd.path())
+        .args([
+            "clean",
+            DEMO_SEQ,
+            "--older",
+            "12h",
+            "--keep-last",
+            "1",
+            "--json",
+        ])
+        .assert()
+        .success();
+    let kept = rel(s.cwd.path(), &s.captures[0].files);
+    let gone: BTreeSet<PathBuf> = s.captures[1..]
+        .iter()
+        .flat_map(|c| rel(s.cwd.path(), &c.files))
+        .collect();
+    let now = all_files(s.cwd.path());
+    assert!(kept.is_subset(&now));
+    assert_eq!(now, before.difference(&gone).cloned().collect());
+    assert_outside_and_link_survive(&s);
+}
+
+#[test]
+fn clean_never_follows_a_container_directory_that_is_a_link() {
+    // A store entry that links to another store: its captures are not this store's.
+    let s = store();
+    let elsewhere = workdir();
+    let made = make_capture(elsewhere.path(), "far", 30, DEMO_SEQ_FOLDED, &[]);
+    std::os::unix::fs::symlink(
+        elsewhere.path().join("profiling").join("far"),
+        s.cwd.path().join("profiling").join("far"),
+    )
+    .unwrap();
+    devprof(s.cwd.path())
+        .args(["clean", "--older", "1d"])
+        .assert()
+        .success();
+    for f in &made.files {
+        assert!(f.exists(), "{} removed through a link", f.display());
+    }
+}
+
+#[test]
+fn clean_rejects_a_bad_age_and_an_unknown_target() {
+    let s = store();
+    devprof(s.cwd.path())
+        .args(["clean", "--older", "7x"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown unit 'x'"));
+    devprof(s.cwd.path())
+        .args(["clean", "no-such", "--older", "7d"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("no captures of 'no-such'"))
+        .stderr(predicate::str::contains(DEMO_SEQ));
+}
+
+#[test]
+fn ls_lists_captures_from_manifests_oldest_first() {
+    let s = store();
+    let out = devprof(s.cwd.path())
+        .args(["ls"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.starts_with("TIME"), "{out}");
+    let positions: Vec<usize> = s
+        .captures
+        .iter()
+        .map(|c| {
+            out.find(&c.name)
+                .unwrap_or_else(|| panic!("{} missing:\n{out}", c.name))
+        })
+        .collect();
+    // captures[] are 1, 3, 10, 30 days old: oldest first means reverse order.
+    assert!(positions.windows(2).all(|w| w[0] > w[1]), "{out}");
+    assert!(
+        out.contains("1,030 samples") && out.contains("3.0 s"),
+        "{out}"
+    );
+    assert!(out.contains("4 captures"), "{out}");
+    assert!(!out.contains("settings"), "{out}");
+
+    let json = devprof(s.cwd.path())
+        .args(["ls", DEMO_SEQ, "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&json).unwrap();
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[0]["capture"], s.captures[3].name.as_str());
+    assert_eq!(rows[0]["count"], 1030);
+    assert_eq!(rows[0]["kind"], "cpu");
+    assert_eq!(rows[3]["bytes"], s.captures[0].bytes);
+
+    devprof(s.cwd.path())
+        .args(["ls", "no-such"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("containers with captures"));
+    let empty = workdir();
+    devprof(empty.path())
+        .args(["ls"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("no captures in profiling"));
+}
+
+#[test]
+fn top_of_a_target_reads_its_newest_capture_by_manifest_date() {
+    let cwd = workdir();
+    // The newer capture by date gets the file name that sorts first.
+    let newer = make_capture(cwd.path(), "node", 1, SHIFTED_FOLDED, &[]);
+    let older = make_capture(cwd.path(), "node", 2, DEMO_SEQ_FOLDED, &[]);
+    let out_dir = cwd.path().join("profiling").join("node");
+    let renamed = |c: &Made, to: &str| {
+        for f in &c.files {
+            let name = f
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .replace(&c.name, to);
+            fs::rename(f, out_dir.join(name)).unwrap();
+        }
+        let manifest = out_dir.join(format!("{to}.json"));
+        let text = fs::read_to_string(&manifest).unwrap().replace(&c.name, to);
+        fs::write(manifest, text).unwrap();
+    };
+    renamed(&newer, "perf-a");
+    renamed(&older, "perf-b");
+    let json = devprof(cwd.path())
+        .args(["top", "node", "--json", "-n", "1"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(v["capture"], "perf-a");
+    let expected_total: u64 = SHIFTED_FOLDED
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(v["total"], expected_total);
+    devprof(cwd.path()).args(["top", "nobody"]).assert().code(4);
+}
+
+#[test]
+fn top_prints_self_and_inclusive_tables_callers_and_modules() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cpu-demo-seq.folded");
+    let cwd = workdir();
+    devprof(cwd.path())
+        .arg("top")
+        .arg(&data)
+        .args(["-n", "3"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("top 3 by self samples"))
+        .stdout(predicate::str::contains("top 3 by inclusive samples"))
+        .stdout(predicate::str::contains("demo_node::workloads::hash_chain"));
+    devprof(cwd.path())
+        .arg("top")
+        .arg(&data)
+        .args([
+            "--callers",
+            "^page_fault|exc_page_fault$",
+            "--module",
+            "^demo_node::",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "callers of /^page_fault|exc_page_fault$/",
+        ))
+        .stdout(predicate::str::contains("demo_node::workloads::"))
+        .stdout(predicate::str::contains("top 3").not());
+    devprof(cwd.path())
+        .arg("top")
+        .arg(&data)
+        .args(["--modules", r"^demo_node::workloads::(\w+)$"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("37.60  hash_chain"))
+        .stdout(predicate::str::contains("1.68  <other>"));
+    devprof(cwd.path())
+        .arg("top")
+        .arg(&data)
+        .args(["--callers", "("])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--callers: invalid regex"));
+}
+
+#[test]
+fn render_applies_layout_palette_and_filters() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cpu-demo-seq.folded");
+    let cwd = workdir();
+    devprof(cwd.path())
+        .arg("render")
+        .arg(&data)
+        .args([
+            "--title",
+            "icicle of demo-seq",
+            "--width",
+            "900",
+            "--colors",
+            "hot",
+            "--inverted",
+            "--min-width",
+            "0.5",
+            "--include",
+            "hash_chain|state_lookup",
+            "-o",
+            "icicle.svg",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("flamegraph: icicle.svg"));
+    let svg = fs::read_to_string(cwd.path().join("icicle.svg")).unwrap();
+    assert!(svg.contains("icicle of demo-seq"));
+    assert!(svg.contains(r#"width="900""#), "width not applied");
+    assert!(svg.contains("var inverted = true"), "not an icicle graph");
+    assert!(svg.contains("demo_node::workloads::state_lookup"));
+    assert!(
+        !svg.contains("demo_node::workloads::mmap_reads"),
+        "--include ignored"
+    );
+    assert!(
+        svg.contains("samples shown (include"),
+        "subtitle names the filter"
+    );
+
+    // Default output: ./<name>.svg; --reverse puts leaves at the root.
+    devprof(cwd.path())
+        .arg("render")
+        .arg(&data)
+        .args(["--reverse", "--exclude", "hash_chain", "--preset", "node"])
+        .assert()
+        .success();
+    let svg = fs::read_to_string(cwd.path().join("cpu-demo-seq.svg")).unwrap();
+    assert!(!svg.contains("[unknown]"), "node preset drops [unknown]");
+    assert!(
+        !svg.contains("demo_node::workloads::hash_chain"),
+        "--exclude ignored"
+    );
+
+    devprof(cwd.path())
+        .arg("render")
+        .arg(&data)
+        .args(["--colors", "rainbow"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a palette"));
+    devprof(cwd.path())
+        .arg("render")
+        .arg(&data)
+        .args(["--include", "no-such-frame"])
+        .assert()
+        .code(6);
+}
+
+#[test]
+fn render_of_perf_data_without_perf_on_the_host_says_to_render_the_folded() {
+    let cwd = workdir();
+    fs::write(cwd.path().join("perf-1.data"), b"PERFILE2").unwrap();
+    let empty_path = cwd.path().join("bin");
+    fs::create_dir(&empty_path).unwrap();
+    devprof(cwd.path())
+        .env("PATH", &empty_path)
+        .args(["render", "perf-1.data"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains(
+            "perf is not installed on this host",
+        ))
+        .stderr(predicate::str::contains("devprof render perf-1.folded"));
+}
+
+#[test]
+fn diff_writes_a_differential_flamegraph_and_the_largest_changes() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .arg("diff")
+        .arg(dir.join("cpu-demo-seq.folded"))
+        .arg(dir.join("cpu-demo-shifted.folded"))
+        .args(["-n", "3"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains("largest gains") && out.contains("largest losses"),
+        "{out}"
+    );
+    let svg_path = cwd.path().join("diff-cpu-demo-seq-cpu-demo-shifted.svg");
+    assert!(out.contains("differential flamegraph: diff-cpu-demo-seq-cpu-demo-shifted.svg"));
+    let svg = fs::read_to_string(svg_path).unwrap();
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("cpu-demo-seq.folded → cpu-demo-shifted.folded"));
+    // inferno writes each frame's change into its tooltip: "f (N samples, a%; +b%)".
+    assert!(
+        svg.contains("%; +") && svg.contains("%; -"),
+        "no differential tooltips (gains and losses)"
+    );
+
+    let json = devprof(cwd.path())
+        .arg("diff")
+        .arg(dir.join("cpu-demo-seq.folded"))
+        .arg(dir.join("cpu-demo-shifted.folded"))
+        .args(["--json", "-o", "d.svg", "--by", "inclusive"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(v["measure"], "inclusive");
+    assert!(!v["gains"].as_array().unwrap().is_empty());
+    assert!(cwd.path().join("d.svg").exists());
+}
+
+#[test]
+fn every_store_command_has_help_with_examples() {
+    let cwd = workdir();
+    for cmd in ["ls", "clean", "render", "top", "diff"] {
+        devprof(cwd.path())
+            .args([cmd, "--help"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Examples:"))
+            .stdout(predicate::str::contains(format!("devprof {cmd}")));
+    }
+}
+
+#[test]
+fn after_a_cpu_capture_of_demo_seq_top_lists_hash_chain_among_its_top_3() {
+    if !devnet_ready("after_a_cpu_capture_of_demo_seq_top_lists_hash_chain_among_its_top_3") {
+        return;
+    }
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", DEMO_SEQ, "3"])
+        .assert()
+        .success();
+    let json = devprof(cwd.path())
+        .args(["top", DEMO_SEQ, "-n", "3", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let top3: Vec<&str> = v["self"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        top3.iter().any(|f| f.ends_with("::hash_chain")),
+        "hash_chain not in the top 3: {top3:?}"
+    );
+    devprof(cwd.path())
+        .args(["top", DEMO_SEQ, "-n", "3"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("demo_node::workloads::hash_chain"));
+    devprof(cwd.path())
+        .args(["ls", DEMO_SEQ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("cpu"))
+        .stdout(predicate::str::contains(DEMO_SEQ));
+
+    // The .data of the same capture, through this host's perf: the same samples.
+    let stem = only_capture(cwd.path(), DEMO_SEQ, "perf-");
+    let host_perf = std::process::Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !host_perf {
+        eprintln!("render of perf.data: NOT RUN: perf is not installed on this host");
+        return;
+    }
+    devprof(cwd.path())
+        .arg("render")
+        .arg(with_ext(&stem, "data"))
+        .args(["-o", "from-data.svg"])
+        .assert()
+        .success();
+    let svg = fs::read_to_string(cwd.path().join("from-data.svg")).unwrap();
+    assert!(svg.trim_end().ends_with("</svg>"));
+    let total = |file: PathBuf| -> u64 {
+        let out = devprof(cwd.path())
+            .arg("top")
+            .arg(file)
+            .arg("--json")
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        serde_json::from_slice::<serde_json::Value>(&out).unwrap()["total"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(
+        total(with_ext(&stem, "data")),
+        total(with_ext(&stem, "folded"))
+    );
+}
+
+fn human(bytes: u64) -> String {
+    devprof::commands::cpu::human_bytes(bytes)
+}
