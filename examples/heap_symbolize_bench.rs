@@ -42,7 +42,7 @@ fn main() {
     let (_, stats) = symbolize_dumps(&[&dump], &modules);
     let cold = t.elapsed().as_secs_f64();
     println!(
-        "dump             {} bytes, {} stacks, {} distinct addresses ({} named)",
+        "dump             {} bytes, {} stacks (with freed ones), {} distinct addresses ({} named)",
         text.len(),
         dump.stacks.len(),
         stats.addresses,

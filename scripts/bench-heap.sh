@@ -36,7 +36,7 @@ import json, sys
 j = json.load(open("out.json"))
 dump = [f for f in j["files"] if f["path"].endswith(".heap")][0]
 t = j["timings_ms"]
-print(f"largest dump      {dump['path'].rsplit('/',1)[1]}: {dump['bytes']:,} bytes, {j['stacks']} stacks, {j['addresses']} distinct addresses ({j['addresses_symbolized']} named)")
+print(f"largest dump      {dump['path'].rsplit('/',1)[1]}: {dump['bytes']:,} bytes, {j['stacks']} stacks with in-use bytes, {j['addresses']} distinct addresses ({j['addresses_symbolized']} named)")
 print(f"--latest, cold    {sys.argv[1]} s end to end (fetch binaries {t['fetch_binaries']} ms, symbolize {t['symbolize']} ms: {j['addresses'] / max(t['symbolize'], 1) * 1000:,.0f} addresses/s)")
 PY
 warm="$(secs "$BIN" heap "$NAME" --latest --json)"

@@ -64,6 +64,26 @@ else
   say "image $DEVPROF_DEMO_IMAGE built (${after:7:12})"
 fi
 
+# The plain demo image (no perf, no tools) that sidecar profiling is tested on.
+PLAIN_IMAGE="${DEVPROF_DEMO_PLAIN_IMAGE:-devprof-demo-plain:latest}"
+PLAIN_CTX="$(mktemp -d /tmp/devprof-plain-ctx.XXXXXX)"
+cp dockerfiles/demo-plain.Dockerfile "$PLAIN_CTX/Dockerfile"
+cp "$BIN" "$PLAIN_CTX/demo-node"
+say "docker build -t $PLAIN_IMAGE"
+if ! docker build --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$PLAIN_IMAGE" "$PLAIN_CTX" >"$PLAIN_CTX/build.log" 2>&1; then
+  tail -n 40 "$PLAIN_CTX/build.log" >&2
+  rm -rf "$PLAIN_CTX"
+  die "docker build of $PLAIN_IMAGE failed"
+fi
+rm -rf "$PLAIN_CTX"
+
+# The profiler image sidecars run: perf, procps and binutils over the base image.
+PROFILER_IMAGE="${DEVPROF_PROFILER_IMAGE:-devprof-profiler:latest}"
+if ! docker image inspect "$PROFILER_IMAGE" >/dev/null 2>&1 || [ "$before" != "$after" ]; then
+  say "profiler image $PROFILER_IMAGE (from the demo image, which carries perf, procps)"
+  docker tag "$DEVPROF_DEMO_IMAGE" "$PROFILER_IMAGE"
+fi
+
 # The containers bind-mount the host's tracefs; it must be mounted before they start.
 if ! grep -qs ' /sys/kernel/tracing tracefs ' /proc/mounts; then
   if [ "$(id -u)" = 0 ]; then

@@ -54,19 +54,23 @@ pub enum Command {
     /// Off-CPU profiling from an event config: what the node waits on (locks, fsync,
     /// block I/O, context switches, page faults), with exact counts, off-CPU time and I/O
     /// bandwidth.
-    #[command(after_help = "Examples:\n  devprof offcpu demo-seq 10                          # default config (futex, fsync, block I/O)\n  \
+    #[command(
+        after_help = "Examples:\n  devprof offcpu demo-seq 10                          # default config (futex, fsync, block I/O)\n  \
                             devprof offcpu demo-seq 10 --config contextswitches # off-CPU time flamegraph\n  \
                             devprof offcpu --config pagefaults.conf             # target and duration from .env\n  \
                             devprof offcpu op-reth-seq 30 --config iobandwidth --fast\n  \
                             devprof offcpu demo-seq 5 --config ./my-events.conf\n\n\
                             Configs: a path, a file in DEVPROF_CONFIG_DIR or ./profiling-configs, or a short name \
-                            (default, contextswitches, iobandwidth, pagefaults; built in).")]
+                            (default, contextswitches, iobandwidth, pagefaults; built in)."
+    )]
     Offcpu(OffcpuArgs),
 
     /// Re-summarize a recorded off-CPU perf.data in fast mode, locally: exact event counts,
     /// off-CPU time per thread and I/O bandwidth, no stacks. Writes nothing.
-    #[command(after_help = "Examples:\n  devprof summarize profiling/demo-seq/offcpu-20261122-101500.data\n  \
-                            devprof summarize --json profiling/demo-seq/offcpu-20261122-101500.data | jq .counts")]
+    #[command(
+        after_help = "Examples:\n  devprof summarize profiling/demo-seq/offcpu-20261122-101500.data\n  \
+                            devprof summarize --json profiling/demo-seq/offcpu-20261122-101500.data | jq .counts"
+    )]
     Summarize(SummarizeArgs),
 
     /// List the captures in the store: time, kind, container, duration, samples, files, size.
@@ -92,15 +96,13 @@ pub enum Command {
     Clean(CleanArgs),
 
     /// Re-render a flamegraph from a .folded file (or a .data file, with perf on this host).
-    #[command(
-        after_help = "Writes ./<name>.svg unless --output says otherwise.\n\n\
+    #[command(after_help = "Writes ./<name>.svg unless --output says otherwise.\n\n\
                       Examples:\n  devprof render profiling/demo-seq/perf-20261122-101500.folded\n  \
                       devprof render perf.folded --inverted --title 'demo-seq, icicle' -o icicle.svg\n  \
                       devprof render perf.folded --reverse --min-width 0.5 --colors hot\n  \
                       devprof render perf.folded --include 'hash_chain|state_lookup' --exclude '\\[unknown\\]'\n  \
                       devprof render node.folded --preset node\n  \
-                      devprof render perf.data    # needs perf on this host; prefer the .folded"
-    )]
+                      devprof render perf.data    # needs perf on this host; prefer the .folded")]
     Render(RenderArgs),
 
     /// The heaviest functions of a profile (self and inclusive), callers, module shares.
@@ -131,7 +133,8 @@ pub enum Command {
 
     /// Where the node's memory goes: jemalloc heap dumps collected from the container,
     /// symbolized, as a memory flamegraph and a text report of the top allocation sites.
-    #[command(after_help = "Examples:\n  devprof heap demo-seq 10                 # ask for fresh dumps over 10 s, render the newest\n  \
+    #[command(
+        after_help = "Examples:\n  devprof heap demo-seq 10                 # ask for fresh dumps over 10 s, render the newest\n  \
                             devprof heap demo-seq --latest           # the newest dump the process already wrote\n  \
                             devprof heap demo-seq --last 2           # merge the newest two\n  \
                             devprof heap demo-seq --all --alloc      # every dump, accumulated (prof_accum) bytes\n  \
@@ -141,7 +144,8 @@ pub enum Command {
                             (tikv-jemallocator) or MALLOC_CONF (unprefixed jemalloc) containing prof:true. With \
                             DURATION, devprof sends DEVPROF_HEAP_DUMP_SIGNAL (USR2) at the start and the end of the \
                             window when the process catches it (the program calls jemalloc's prof.dump on it), and \
-                            collects interval dumps (lg_prof_interval) written meanwhile.")]
+                            collects interval dumps (lg_prof_interval) written meanwhile."
+    )]
     Heap(HeapArgs),
 }
 
@@ -163,6 +167,11 @@ pub struct CpuArgs {
     /// or DWARF (works without frame pointers, much larger perf.data).
     #[arg(long, value_enum, env = "DEVPROF_CALL_GRAPH", default_value_t = CallGraphArg::Fp)]
     pub call_graph: CallGraphArg,
+
+    /// Where perf runs: inside the container (exec), in a profiler container beside it
+    /// (sidecar), or exec when the container has a perf that may record, else sidecar.
+    #[arg(long, value_enum, env = "DEVPROF_MODE", default_value_t = ModeArg::Auto)]
+    pub mode: ModeArg,
 
     #[command(flatten)]
     pub process: ProcessArgs,
@@ -193,6 +202,13 @@ pub struct ProcessArgs {
     /// Profile this pid (as seen inside the container).
     #[arg(long)]
     pub pid: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Auto,
+    Exec,
+    Sidecar,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -235,8 +251,13 @@ pub struct CleanArgs {
     pub target: Option<String>,
 
     /// Remove captures older than this: 7d, 12h, 30m, 1d12h.
-    #[arg(long, value_name = "AGE", required = true)]
-    pub older: String,
+    #[arg(long, value_name = "AGE", required_unless_present = "containers")]
+    pub older: Option<String>,
+
+    /// Remove leftover profiler sidecar containers (label devprof.sidecar) instead of
+    /// captures.
+    #[arg(long, conflicts_with_all = ["older", "keep_last", "target"])]
+    pub containers: bool,
 
     /// Keep the newest N captures of each container and kind, however old.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -415,6 +436,11 @@ pub struct OffcpuArgs {
     /// How perf walks the stack at each event.
     #[arg(long, value_enum, env = "DEVPROF_CALL_GRAPH", default_value_t = CallGraphArg::Fp)]
     pub call_graph: CallGraphArg,
+
+    /// Where perf runs: inside the container (exec), in a profiler container beside it
+    /// (sidecar), or exec when the container has a perf that may record, else sidecar.
+    #[arg(long, value_enum, env = "DEVPROF_MODE", default_value_t = ModeArg::Auto)]
+    pub mode: ModeArg,
 
     #[command(flatten)]
     pub process: ProcessArgs,

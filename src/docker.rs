@@ -99,6 +99,7 @@ impl Docker {
                     state: c.state.map(|s| s.to_string()).unwrap_or_default(),
                     service: labels.get("com.docker.compose.service").cloned(),
                     project: labels.get("com.docker.compose.project").cloned(),
+                    labels,
                 }
             })
             .collect())
@@ -313,5 +314,108 @@ impl ContainerShell for Shell {
             let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
             self.docker.exec(&self.container, &refs).await
         }
+    }
+}
+
+/// A short-lived profiler container beside a target (`pid: container:<target>`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SidecarSpec {
+    pub image: String,
+    /// The target container's id: the sidecar joins its PID namespace.
+    pub target_id: String,
+    pub cap_add: Vec<String>,
+    pub security_opt: Vec<String>,
+    pub privileged: bool,
+    /// Host paths bind-mounted (`/sys/kernel/tracing:/sys/kernel/tracing`).
+    pub binds: Vec<String>,
+    /// The sidecar removes itself after this long even if devprof is killed.
+    pub lifetime: Duration,
+}
+
+/// The label every devprof sidecar carries (`devprof clean --containers` looks for it).
+pub const SIDECAR_LABEL: &str = "devprof.sidecar";
+
+impl Docker {
+    /// Creates and starts a sidecar; it idles (`sleep`) until commands are run in it.
+    pub async fn start_sidecar(&self, spec: &SidecarSpec) -> Result<ContainerInfo> {
+        use bollard::models::{ContainerCreateBody, HostConfig};
+        use bollard::query_parameters::CreateContainerOptionsBuilder;
+        let name = format!(
+            "devprof-sidecar-{}-{}",
+            &spec.target_id[..spec.target_id.len().min(12)],
+            std::process::id()
+        );
+        let body = ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            cmd: Some(vec!["sleep".into(), spec.lifetime.as_secs().to_string()]),
+            labels: Some(
+                [(SIDECAR_LABEL.to_string(), spec.target_id.clone())]
+                    .into_iter()
+                    .collect(),
+            ),
+            host_config: Some(HostConfig {
+                pid_mode: Some(format!("container:{}", spec.target_id)),
+                cap_add: (!spec.cap_add.is_empty()).then(|| spec.cap_add.clone()),
+                security_opt: (!spec.security_opt.is_empty()).then(|| spec.security_opt.clone()),
+                privileged: Some(spec.privileged),
+                binds: (!spec.binds.is_empty()).then(|| spec.binds.clone()),
+                auto_remove: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let options = CreateContainerOptionsBuilder::default().name(&name).build();
+        let created = self
+            .client
+            .create_container(Some(options), body)
+            .await
+            .map_err(|e| api_error(&format!("create sidecar from {}", spec.image), e))?;
+        if let Err(e) = self.client.start_container(&created.id, None).await {
+            self.remove_container(&created.id).await;
+            return Err(api_error(&format!("start sidecar from {}", spec.image), e));
+        }
+        Ok(ContainerInfo {
+            id: created.id,
+            name,
+            image: spec.image.clone(),
+            state: "running".into(),
+            service: None,
+            project: None,
+            labels: Default::default(),
+        })
+    }
+
+    /// Removes a container, running or not; failures are reported, not fatal.
+    pub async fn remove_container(&self, id: &str) {
+        use bollard::query_parameters::RemoveContainerOptionsBuilder;
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        if let Err(e) = self.client.remove_container(id, Some(options)).await {
+            let text = e.to_string();
+            // Auto-removal may have won the race.
+            if !text.contains("No such container")
+                && !text.contains("already in progress")
+                && !text.contains("404")
+            {
+                eprintln!("warning: could not remove container {id}: {text}");
+            }
+        }
+    }
+
+    /// Containers carrying `label`, running or not.
+    pub async fn containers_with_label(&self, label: &str) -> Result<Vec<ContainerInfo>> {
+        Ok(self
+            .containers()
+            .await?
+            .into_iter()
+            .filter(|c| c.labels.contains_key(label))
+            .collect())
+    }
+
+    /// Whether an image is present locally.
+    pub async fn has_image(&self, image: &str) -> bool {
+        self.client.inspect_image(image).await.is_ok()
     }
 }

@@ -185,6 +185,13 @@ pub enum Error {
     #[error("heap dump {path} cannot be read: {detail}")]
     HeapDumpInvalid { path: String, detail: String },
 
+    #[error(
+        "container '{container}' has no perf that may record, and the profiler image {image} for a sidecar is missing\n  \
+         fix: build it (`devprof build` of the tools layer over a Debian base, tagged {image}; scripts/testbed-up.sh does this), \
+         set DEVPROF_PROFILER_IMAGE to one that has perf, or install perf in the container"
+    )]
+    ProfilerImageMissing { container: String, image: String },
+
     #[error("{0}")]
     Usage(String),
 
@@ -213,7 +220,9 @@ impl Error {
             }
             Error::NoSamples { .. } => exit::NO_DATA,
             Error::UnknownEvent { .. } => exit::USAGE,
-            Error::NoEvents { .. } | Error::TracefsUnavailable { .. } => exit::PROFILER,
+            Error::NoEvents { .. }
+            | Error::TracefsUnavailable { .. }
+            | Error::ProfilerImageMissing { .. } => exit::PROFILER,
             Error::NoCaptures { .. } => exit::TARGET,
             Error::EmptyProfile { .. } => exit::NO_DATA,
             Error::HostPerfMissing { .. } | Error::HostPerfFailed { .. } => exit::PROFILER,

@@ -15,6 +15,7 @@ pub mod cli;
 pub mod commands;
 pub mod docker;
 pub mod duration;
+pub mod elf;
 pub mod error;
 pub mod fold;
 pub mod heap;
@@ -43,6 +44,9 @@ pub async fn run(cli: cli::Cli) -> Result<(), Error> {
         }
         cli::Command::Fold(args) => commands::fold::run(args),
         cli::Command::Ls(args) => commands::ls::run(args, cli.output_dir),
+        cli::Command::Clean(args) if args.containers => {
+            commands::clean::remove_sidecars(args.dry_run, args.json).await
+        }
         cli::Command::Clean(args) => commands::clean::run(args, cli.output_dir),
         cli::Command::Render(args) => commands::render::run(args),
         cli::Command::Top(args) => commands::top::run(args, cli.output_dir),

@@ -42,7 +42,10 @@ const FEAT_TRACING_DATA: usize = 1;
 const FEAT_EVENT_DESC: usize = 12;
 
 fn invalid(what: impl Into<String>) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("perf.data: {}", what.into()))
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("perf.data: {}", what.into()),
+    )
 }
 
 /// Little-endian field access over a byte slice, bounds-checked.
@@ -56,16 +59,24 @@ impl<'a> Cursor<'a> {
         Cursor { data, at: 0 }
     }
     fn take(&mut self, n: usize) -> io::Result<&'a [u8]> {
-        let end = self.at.checked_add(n).filter(|e| *e <= self.data.len()).ok_or_else(|| invalid("record shorter than its fields"))?;
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|e| *e <= self.data.len())
+            .ok_or_else(|| invalid("record shorter than its fields"))?;
         let out = &self.data[self.at..end];
         self.at = end;
         Ok(out)
     }
     fn u32(&mut self) -> io::Result<u32> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
     }
     fn u64(&mut self) -> io::Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
     fn skip(&mut self, n: usize) -> io::Result<()> {
         self.take(n).map(|_| ())
@@ -73,7 +84,9 @@ impl<'a> Cursor<'a> {
 }
 
 fn le_u64(bytes: &[u8], at: usize) -> Option<u64> {
-    bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    bytes
+        .get(at..at + 8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
 }
 
 /// One field of a tracepoint's format.
@@ -120,8 +133,17 @@ fn parse_format(text: &str) -> Option<(u64, String, Tracepoint)> {
             // field:unsigned long ret;	offset:16;	size:8;	signed:1;
             let mut parts = rest.split(';').map(str::trim);
             let decl = parts.next()?;
-            let field_name = decl.rsplit(|c: char| c.is_whitespace() || c == '*').next()?.split('[').next()?.to_string();
-            let mut f = FieldFormat { offset: 0, size: 0, signed: false };
+            let field_name = decl
+                .rsplit(|c: char| c.is_whitespace() || c == '*')
+                .next()?
+                .split('[')
+                .next()?
+                .to_string();
+            let mut f = FieldFormat {
+                offset: 0,
+                size: 0,
+                signed: false,
+            };
             for part in parts {
                 if let Some(v) = part.strip_prefix("offset:") {
                     f.offset = v.parse().ok()?;
@@ -154,7 +176,9 @@ fn parse_tracing_data(data: &[u8]) -> io::Result<HashMap<u64, Tracepoint>> {
     for expected in ["header_page", "header_event"] {
         let name = read_cstr(&mut c)?;
         if name != expected {
-            return Err(invalid(format!("tracing data: expected {expected}, found {name}")));
+            return Err(invalid(format!(
+                "tracing data: expected {expected}, found {name}"
+            )));
         }
         let size = c.u64()? as usize;
         c.skip(size)?;
@@ -185,7 +209,10 @@ fn parse_tracing_data(data: &[u8]) -> io::Result<HashMap<u64, Tracepoint>> {
 
 fn read_cstr(c: &mut Cursor<'_>) -> io::Result<String> {
     let rest = &c.data[c.at..];
-    let end = rest.iter().position(|b| *b == 0).ok_or_else(|| invalid("unterminated string"))?;
+    let end = rest
+        .iter()
+        .position(|b| *b == 0)
+        .ok_or_else(|| invalid("unterminated string"))?;
     let s = String::from_utf8_lossy(&rest[..end]).into_owned();
     c.at += end + 1;
     Ok(s)
@@ -261,7 +288,10 @@ fn read_layout(file: &mut File) -> io::Result<(Layout, u64, u64)> {
     for (index, entry) in table.chunks_exact(attr_size as usize).enumerate() {
         let attr = parse_attr(entry)?;
         let ids_section = &entry[entry.len() - 16..];
-        let (ids_off, ids_size) = (le_u64(ids_section, 0).unwrap_or(0), le_u64(ids_section, 8).unwrap_or(0));
+        let (ids_off, ids_size) = (
+            le_u64(ids_section, 0).unwrap_or(0),
+            le_u64(ids_section, 8).unwrap_or(0),
+        );
         let ids = read_at(file, ids_off, ids_size)?;
         for id in ids.chunks_exact(8) {
             by_id.insert(u64::from_le_bytes(id.try_into().expect("8 bytes")), index);
@@ -270,11 +300,15 @@ fn read_layout(file: &mut File) -> io::Result<(Layout, u64, u64)> {
     }
 
     // Feature sections follow the data, one perf_file_section per set bit, in bit order.
-    let set: Vec<usize> = (0..256).filter(|bit| features[bit / 64] & (1u64 << (bit % 64)) != 0).collect();
+    let set: Vec<usize> = (0..256)
+        .filter(|bit| features[bit / 64] & (1u64 << (bit % 64)) != 0)
+        .collect();
     let sections = read_at(file, data_off + data_size, set.len() as u64 * 16).unwrap_or_default();
     let mut tracepoints = HashMap::new();
     for (i, bit) in set.iter().enumerate() {
-        let Some(off) = le_u64(&sections, i * 16) else { break };
+        let Some(off) = le_u64(&sections, i * 16) else {
+            break;
+        };
         let size = le_u64(&sections, i * 16 + 8).unwrap_or(0);
         match *bit {
             FEAT_TRACING_DATA => {
@@ -300,7 +334,11 @@ fn read_layout(file: &mut File) -> io::Result<(Layout, u64, u64)> {
 }
 
 /// EVENT_DESC: the event names, matched to attributes by their ids.
-fn apply_event_desc(data: &[u8], attrs: &mut [Attr], by_id: &HashMap<u64, usize>) -> io::Result<()> {
+fn apply_event_desc(
+    data: &[u8],
+    attrs: &mut [Attr],
+    by_id: &HashMap<u64, usize>,
+) -> io::Result<()> {
     let mut c = Cursor::new(data);
     let count = c.u32()?;
     let attr_size = c.u32()? as usize;
@@ -309,7 +347,8 @@ fn apply_event_desc(data: &[u8], attrs: &mut [Attr], by_id: &HashMap<u64, usize>
         let nr_ids = c.u32()?;
         let len = c.u32()? as usize;
         let raw = c.take(len)?;
-        let name = String::from_utf8_lossy(raw.split(|b| *b == 0).next().unwrap_or(raw)).into_owned();
+        let name =
+            String::from_utf8_lossy(raw.split(|b| *b == 0).next().unwrap_or(raw)).into_owned();
         for _ in 0..nr_ids {
             let id = c.u64()?;
             if let Some(index) = by_id.get(&id) {
@@ -345,7 +384,9 @@ enum Event {
 impl Event {
     fn time(&self) -> u64 {
         match self {
-            Event::Sample { time, .. } | Event::Switch { time, .. } | Event::Comm { time, .. } => *time,
+            Event::Sample { time, .. } | Event::Switch { time, .. } | Event::Comm { time, .. } => {
+                *time
+            }
         }
     }
 }
@@ -353,7 +394,14 @@ impl Event {
 /// Size of the sample_id_all trailer for a sample_type.
 fn trailer_size(sample_type: u64) -> usize {
     let mut size = 0;
-    for (bit, bytes) in [(SAMPLE_TID, 8), (SAMPLE_TIME, 8), (SAMPLE_ID, 8), (SAMPLE_STREAM_ID, 8), (SAMPLE_CPU, 8), (SAMPLE_IDENTIFIER, 8)] {
+    for (bit, bytes) in [
+        (SAMPLE_TID, 8),
+        (SAMPLE_TIME, 8),
+        (SAMPLE_ID, 8),
+        (SAMPLE_STREAM_ID, 8),
+        (SAMPLE_CPU, 8),
+        (SAMPLE_IDENTIFIER, 8),
+    ] {
         if sample_type & bit != 0 {
             size += bytes;
         }
@@ -396,7 +444,8 @@ fn decode(kind: u32, misc: u16, body: &[u8], layout: &Layout) -> io::Result<Opti
             let _pid = c.u32()?;
             let tid = c.u32()?;
             let rest = &body[8..];
-            let comm = String::from_utf8_lossy(rest.split(|b| *b == 0).next().unwrap_or(&[])).into_owned();
+            let comm =
+                String::from_utf8_lossy(rest.split(|b| *b == 0).next().unwrap_or(&[])).into_owned();
             let (_, time) = trailer_tid_time(body, layout.trailer_type());
             Ok(Some(Event::Comm { tid, time, comm }))
         }
@@ -411,13 +460,19 @@ fn decode_sample(body: &[u8], layout: &Layout) -> io::Result<Event> {
     let id = if common & SAMPLE_IDENTIFIER != 0 {
         le_u64(body, 0)
     } else if common & SAMPLE_ID != 0 {
-        let before = [SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME, SAMPLE_ADDR].iter().filter(|b| common & **b != 0).count();
+        let before = [SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME, SAMPLE_ADDR]
+            .iter()
+            .filter(|b| common & **b != 0)
+            .count();
         le_u64(body, before * 8)
     } else {
         None
     };
     let attr_index = match id {
-        Some(id) => *layout.by_id.get(&id).ok_or_else(|| invalid(format!("sample with unknown id {id}")))?,
+        Some(id) => *layout
+            .by_id
+            .get(&id)
+            .ok_or_else(|| invalid(format!("sample with unknown id {id}")))?,
         None if layout.attrs.len() == 1 => 0,
         None => return Err(invalid("samples carry no event id")),
     };
@@ -455,11 +510,16 @@ fn decode_sample(body: &[u8], layout: &Layout) -> io::Result<Event> {
         c.skip(8)?;
     }
     if st & SAMPLE_READ != 0 {
-        return Err(invalid("samples with read values are not supported by the fast reader"));
+        return Err(invalid(
+            "samples with read values are not supported by the fast reader",
+        ));
     }
     if st & SAMPLE_CALLCHAIN != 0 {
         let nr = c.u64()? as usize;
-        c.skip(nr.checked_mul(8).ok_or_else(|| invalid("callchain too long"))?)?;
+        c.skip(
+            nr.checked_mul(8)
+                .ok_or_else(|| invalid("callchain too long"))?,
+        )?;
     }
     let mut fields = Fields::default();
     if st & SAMPLE_RAW != 0 && attr.kind == PERF_TYPE_TRACEPOINT {
@@ -482,12 +542,25 @@ fn decode_sample(body: &[u8], layout: &Layout) -> io::Result<Event> {
 
 /// sched_switch's prev_state as perf prints it (`S`, `D`, `R`, `R+` ...).
 fn state_letters(state: i64) -> String {
-    const LETTERS: [(i64, &str); 8] = [(0x1, "S"), (0x2, "D"), (0x4, "T"), (0x8, "t"), (0x10, "X"), (0x20, "Z"), (0x40, "P"), (0x80, "I")];
+    const LETTERS: [(i64, &str); 8] = [
+        (0x1, "S"),
+        (0x2, "D"),
+        (0x4, "T"),
+        (0x8, "t"),
+        (0x10, "X"),
+        (0x20, "Z"),
+        (0x40, "P"),
+        (0x80, "I"),
+    ];
     // TASK_REPORT_MAX (0x100) marks a preempted, still runnable task.
     if state & 0x100 != 0 {
         return "R+".into();
     }
-    let letters: Vec<&str> = LETTERS.iter().filter(|(bit, _)| state & bit != 0).map(|(_, l)| *l).collect();
+    let letters: Vec<&str> = LETTERS
+        .iter()
+        .filter(|(bit, _)| state & bit != 0)
+        .map(|(_, l)| *l)
+        .collect();
     if letters.is_empty() {
         "R".into()
     } else {
@@ -527,7 +600,9 @@ where
         let misc = u16::from_le_bytes(header[4..6].try_into().expect("2 bytes"));
         let size = u16::from_le_bytes(header[6..8].try_into().expect("2 bytes")) as usize;
         if size < 8 {
-            return Err(invalid("record with a size below its header (truncated file?)"));
+            return Err(invalid(
+                "record with a size below its header (truncated file?)",
+            ));
         }
         body.resize(size - 8, 0);
         match reader.read_exact(&mut body) {
@@ -558,7 +633,11 @@ where
     Ok(state.count)
 }
 
-fn inflate(decoder: &mut zstd::stream::raw::Decoder<'static>, input: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+fn inflate(
+    decoder: &mut zstd::stream::raw::Decoder<'static>,
+    input: &[u8],
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
     use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
     let mut src = InBuffer::around(input);
     let mut chunk = vec![0u8; 256 * 1024];
@@ -598,12 +677,18 @@ impl Emitter {
     }
 
     /// Whole records out of decompressed bytes; returns the bytes used.
-    fn take_records<F: FnMut(Record<'_>)>(&mut self, bytes: &[u8], layout: &Layout, on_record: &mut F) -> io::Result<usize> {
+    fn take_records<F: FnMut(Record<'_>)>(
+        &mut self,
+        bytes: &[u8],
+        layout: &Layout,
+        on_record: &mut F,
+    ) -> io::Result<usize> {
         let mut at = 0;
         while bytes.len() - at >= 8 {
             let kind = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
             let misc = u16::from_le_bytes(bytes[at + 4..at + 6].try_into().expect("2 bytes"));
-            let size = u16::from_le_bytes(bytes[at + 6..at + 8].try_into().expect("2 bytes")) as usize;
+            let size =
+                u16::from_le_bytes(bytes[at + 6..at + 8].try_into().expect("2 bytes")) as usize;
             if size < 8 {
                 return Err(invalid("compressed record with a size below its header"));
             }
@@ -649,7 +734,11 @@ impl Emitter {
             }
             Event::Switch { tid, time, out } => {
                 self.count += 1;
-                on_record(Record::Switch { tid, time_ns: time, out });
+                on_record(Record::Switch {
+                    tid,
+                    time_ns: time,
+                    out,
+                });
             }
             Event::Sample {
                 attr,
@@ -659,8 +748,16 @@ impl Emitter {
                 fields,
             } => {
                 self.count += 1;
-                let comm = self.comms.get(&tid).map(String::as_str).unwrap_or("[unknown]");
-                let name = layout.attrs.get(attr).map(|a| a.name.as_str()).unwrap_or("unknown");
+                let comm = self
+                    .comms
+                    .get(&tid)
+                    .map(String::as_str)
+                    .unwrap_or("[unknown]");
+                let name = layout
+                    .attrs
+                    .get(attr)
+                    .map(|a| a.name.as_str())
+                    .unwrap_or("unknown");
                 on_record(Record::Sample(Sample {
                     comm,
                     pid,
@@ -687,7 +784,14 @@ mod tests {
                     print fmt: \"0x%lx\", REC->ret\n";
         let (id, name, tp) = parse_format(text).unwrap();
         assert_eq!((id, name.as_str()), (774, "sys_exit_read"));
-        assert_eq!(tp.fields["ret"], FieldFormat { offset: 16, size: 8, signed: true });
+        assert_eq!(
+            tp.fields["ret"],
+            FieldFormat {
+                offset: 16,
+                size: 8,
+                signed: true
+            }
+        );
         let mut raw = vec![0u8; 24];
         raw[16..24].copy_from_slice(&(-11i64).to_le_bytes());
         assert_eq!(tp.int(&raw, "ret"), Some(-11));

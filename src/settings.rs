@@ -1,10 +1,10 @@
 //! Validated settings, made once from the command line (which clap has already merged with
 //! the environment and .env).
 
-use crate::cli::{CallGraphArg, CpuArgs, OffcpuArgs, ProcessArgs};
-use crate::offcpu::config::{self, EventConfig};
+use crate::cli::{CallGraphArg, CpuArgs, ModeArg, OffcpuArgs, ProcessArgs};
 use crate::duration::parse_duration;
 use crate::error::{Error, Result};
+use crate::offcpu::config::{self, EventConfig};
 use crate::target::ProcessSelector;
 use regex::Regex;
 use std::path::PathBuf;
@@ -25,8 +25,28 @@ impl CallGraph {
     }
 }
 
+/// Where perf runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureMode {
+    /// Exec when the container has a perf that may record, else a sidecar.
+    Auto,
+    Exec,
+    Sidecar,
+}
+
+impl From<ModeArg> for CaptureMode {
+    fn from(arg: ModeArg) -> Self {
+        match arg {
+            ModeArg::Auto => CaptureMode::Auto,
+            ModeArg::Exec => CaptureMode::Exec,
+            ModeArg::Sidecar => CaptureMode::Sidecar,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct CpuSettings {
+    pub mode: CaptureMode,
     pub target: String,
     pub duration: Duration,
     pub frequency: u32,
@@ -51,6 +71,7 @@ impl CpuSettings {
             )));
         }
         Ok(CpuSettings {
+            mode: args.mode.into(),
             target: target_of(args.target)?,
             duration: window_of(&args.duration)?,
             frequency: args.frequency,
@@ -68,13 +89,16 @@ impl CpuSettings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SummaryMode {
     /// Fast above `threshold` recorded events, full below.
-    Auto { threshold: u64 },
+    Auto {
+        threshold: u64,
+    },
     Fast,
     Full,
 }
 
 #[derive(Debug, Clone)]
 pub struct OffcpuSettings {
+    pub capture_mode: CaptureMode,
     pub target: String,
     pub duration: Duration,
     pub config: EventConfig,
@@ -90,9 +114,13 @@ impl OffcpuSettings {
     pub fn from_args(args: OffcpuArgs, output_dir: PathBuf) -> Result<Self> {
         let config = config::load(args.config.as_deref(), &config_dirs()).map_err(Error::Usage)?;
         if config.events.is_empty() {
-            return Err(Error::Usage(format!("event config {} lists no events", config.source)));
+            return Err(Error::Usage(format!(
+                "event config {} lists no events",
+                config.source
+            )));
         }
         Ok(OffcpuSettings {
+            capture_mode: args.mode.into(),
             target: target_of(args.target)?,
             duration: window_of(&args.duration)?,
             config,
@@ -123,16 +151,21 @@ pub fn config_dirs() -> Vec<PathBuf> {
 }
 
 fn target_of(target: Option<String>) -> Result<String> {
-    target.filter(|t| !t.trim().is_empty()).ok_or(Error::NoTarget)
+    target
+        .filter(|t| !t.trim().is_empty())
+        .ok_or(Error::NoTarget)
 }
 
 fn window_of(text: &str) -> Result<Duration> {
-    let duration = parse_duration(text).map_err(|e| Error::Usage(format!("invalid DURATION {e}")))?;
+    let duration =
+        parse_duration(text).map_err(|e| Error::Usage(format!("invalid DURATION {e}")))?;
     if duration.is_zero() {
         return Err(Error::Usage("DURATION must be at least 1 s".into()));
     }
     if duration > MAX_DURATION {
-        return Err(Error::Usage(format!("DURATION {text} is longer than the 6 h limit")));
+        return Err(Error::Usage(format!(
+            "DURATION {text} is longer than the 6 h limit"
+        )));
     }
     Ok(duration)
 }
@@ -180,7 +213,9 @@ impl HeapSettings {
         let selection = match (args.latest, args.all, args.last, args.files.is_empty()) {
             (true, ..) => Some(Selection::Latest),
             (_, true, ..) => Some(Selection::All),
-            (_, _, Some(0), _) => return Err(Error::Usage("--last N: N must be at least 1".into())),
+            (_, _, Some(0), _) => {
+                return Err(Error::Usage("--last N: N must be at least 1".into()))
+            }
             (_, _, Some(n), _) => Some(Selection::Last(n)),
             (_, _, None, false) => Some(Selection::Files(heap_file_names(&args.files)?)),
             _ => None,
@@ -231,7 +266,9 @@ fn heap_file_names(names: &[String]) -> Result<Vec<String>> {
             )));
         }
         if !name.ends_with(".heap") {
-            return Err(Error::Usage(format!("--files: '{name}' is not a jemalloc dump name (<prefix>.<pid>.<seq>.<kind>.heap)")));
+            return Err(Error::Usage(format!(
+                "--files: '{name}' is not a jemalloc dump name (<prefix>.<pid>.<seq>.<kind>.heap)"
+            )));
         }
         if out.iter().any(|n| n == name) {
             return Err(Error::Usage(format!("--files: '{name}' is listed twice")));

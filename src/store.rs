@@ -140,6 +140,9 @@ pub struct Manifest {
     pub container: ContainerRecord,
     pub process: ProcessRecord,
     pub perf: PerfRecord,
+    /// How perf was run: exec in the container, or a sidecar and its privileges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_mode: Option<String>,
     pub events: Vec<String>,
     pub frequency_hz: u32,
     pub call_graph: String,

@@ -166,8 +166,12 @@ pub struct CleanSettings {
 
 impl CleanSettings {
     pub fn from_args(args: CleanArgs, output_dir: PathBuf) -> Result<Self> {
-        let older = parse_duration(&args.older)
-            .map_err(|e| Error::Usage(format!("invalid --older AGE {e}")))?;
+        let age = args
+            .older
+            .as_deref()
+            .ok_or_else(|| Error::Usage("clean needs --older AGE (or --containers)".into()))?;
+        let older =
+            parse_duration(age).map_err(|e| Error::Usage(format!("invalid --older AGE {e}")))?;
         Ok(CleanSettings {
             output_dir,
             container: container(args.target)?,
@@ -310,7 +314,8 @@ mod tests {
     fn clean_age_uses_the_duration_grammar() {
         let args = |older: &str| CleanArgs {
             target: None,
-            older: older.into(),
+            older: Some(older.into()),
+            containers: false,
             keep_last: 0,
             dry_run: false,
             json: false,

@@ -14,6 +14,8 @@ pub struct ContainerInfo {
     /// Compose labels, when compose made the container.
     pub service: Option<String>,
     pub project: Option<String>,
+    /// All of the container's labels.
+    pub labels: std::collections::HashMap<String, String>,
 }
 
 impl ContainerInfo {
@@ -222,6 +224,7 @@ mod tests {
             state: state.into(),
             service: service.map(|s| s.1.to_string()),
             project: service.map(|s| s.0.to_string()),
+            labels: Default::default(),
         }
     }
 

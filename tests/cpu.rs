@@ -191,15 +191,17 @@ fn stopped_container_fails_with_its_state_and_writes_nothing() {
 }
 
 #[test]
-fn running_container_without_perf_fails_with_the_fix_and_writes_nothing() {
-    if !devnet_ready("running_container_without_perf_fails_with_the_fix_and_writes_nothing") {
+fn running_container_without_perf_fails_in_exec_mode_with_the_fix_and_writes_nothing() {
+    if !devnet_ready(
+        "running_container_without_perf_fails_in_exec_mode_with_the_fix_and_writes_nothing",
+    ) {
         return;
     }
     let name = unique("devprof-test-noperf");
     let _guard = run_container(&name, &[], &base_image(), &["sleep", "300"]);
     let cwd = workdir();
     devprof(cwd.path())
-        .args(["cpu", &name, "5"])
+        .args(["cpu", &name, "5", "--mode", "exec"])
         .assert()
         .code(5)
         .stderr(predicate::str::contains(format!(

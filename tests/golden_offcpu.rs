@@ -21,7 +21,11 @@ fn summarize(text: &str, mode: Mode, window_s: f64) -> Outcome {
 }
 
 fn counts(summary: &Summary) -> BTreeMap<&str, u64> {
-    summary.counts.iter().map(|(k, v)| (k.as_str(), *v)).collect()
+    summary
+        .counts
+        .iter()
+        .map(|(k, v)| (k.as_str(), *v))
+        .collect()
 }
 
 #[test]
@@ -43,7 +47,11 @@ fn counts_every_event_under_its_own_name() {
 fn off_cpu_time_per_thread_runs_from_switch_out_to_switch_in() {
     let out = summarize(CONTEXT_SWITCHES, Mode::Full, 0.1);
     let off = out.summary.off_cpu.expect("sched_switch was recorded");
-    let per_thread: BTreeMap<String, u64> = off.threads.iter().map(|t| (format!("{}/{}", t.comm, t.tid), t.off_cpu_us)).collect();
+    let per_thread: BTreeMap<String, u64> = off
+        .threads
+        .iter()
+        .map(|t| (format!("{}/{}", t.comm, t.tid), t.off_cpu_us))
+        .collect();
     assert_eq!(
         per_thread,
         BTreeMap::from([
@@ -59,20 +67,43 @@ fn off_cpu_time_per_thread_runs_from_switch_out_to_switch_in() {
         ])
     );
     assert_eq!(off.total_us, 583991);
-    assert!(off.threads.iter().all(|t| t.off_cpu_us <= 100_000), "no thread exceeds the 100 ms excerpt");
+    assert!(
+        off.threads.iter().all(|t| t.off_cpu_us <= 100_000),
+        "no thread exceeds the 100 ms excerpt"
+    );
     // The flamegraph holds the same time, attributed to the user stacks at switch-out.
     let folded = out.off_cpu_folded.unwrap();
-    let contend: u64 = folded.stacks.iter().filter(|(s, _)| s.starts_with("contend_lock;")).map(|(_, us)| us).sum();
+    let contend: u64 = folded
+        .stacks
+        .iter()
+        .filter(|(s, _)| s.starts_with("contend_lock;"))
+        .map(|(_, us)| us)
+        .sum();
     assert_eq!(contend, 58636 + 54962 + 54948 + 52069);
-    assert!(folded.stacks.iter().all(|(s, _)| !s.contains("[kernel.kallsyms]") && !s.contains("__schedule")), "user stacks only");
+    assert!(
+        folded
+            .stacks
+            .iter()
+            .all(|(s, _)| !s.contains("[kernel.kallsyms]") && !s.contains("__schedule")),
+        "user stacks only"
+    );
 }
 
 #[test]
 fn bandwidth_comes_from_syscall_return_values() {
     let out = summarize(IO_BANDWIDTH, Mode::Full, 0.4);
-    let bw = out.summary.bandwidth.expect("read/write syscalls were recorded");
-    assert_eq!((bw.written.calls, bw.written.completed, bw.written.bytes), (20, 20, 692224));
-    assert_eq!((bw.read.calls, bw.read.completed, bw.read.bytes), (20, 20, 692224));
+    let bw = out
+        .summary
+        .bandwidth
+        .expect("read/write syscalls were recorded");
+    assert_eq!(
+        (bw.written.calls, bw.written.completed, bw.written.bytes),
+        (20, 20, 692224)
+    );
+    assert_eq!(
+        (bw.read.calls, bw.read.completed, bw.read.bytes),
+        (20, 20, 692224)
+    );
     assert_eq!(bw.write_bytes_per_s, 692224.0 / 0.4);
     assert_eq!(bw.top_by_bytes[0].0, "demo_node::workloads::sync_writes");
     assert_eq!(bw.top_by_bytes[0].1, 2 * 692224);
@@ -84,7 +115,10 @@ fn fast_mode_gives_the_same_counts_without_stacks() {
     let full = summarize(CONTEXT_SWITCHES, Mode::Full, 0.1).summary;
     let fast = summarize(&strip_stacks(CONTEXT_SWITCHES), Mode::Fast, 0.1).summary;
     assert_eq!(full.counts, fast.counts);
-    assert_eq!(full.off_cpu.as_ref().unwrap().total_us, fast.off_cpu.as_ref().unwrap().total_us);
+    assert_eq!(
+        full.off_cpu.as_ref().unwrap().total_us,
+        fast.off_cpu.as_ref().unwrap().total_us
+    );
     assert!(fast.groups.iter().all(|g| g.top_stacks.is_empty()));
 }
 
@@ -104,5 +138,8 @@ fn summary_text_names_groups_readings_and_mode() {
 
 /// The same records as `perf script` prints them in fast mode (no call chains).
 fn strip_stacks(text: &str) -> String {
-    text.lines().filter(|l| !l.starts_with(['\t', ' '])).map(|l| format!("{l}\n")).collect()
+    text.lines()
+        .filter(|l| !l.starts_with(['\t', ' ']))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }

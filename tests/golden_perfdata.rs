@@ -11,15 +11,25 @@ use std::path::Path;
 
 fn summarize(file: &str, window_s: f64) -> Outcome {
     let mut aggregator = Aggregator::new(Mode::Fast);
-    perfdata::for_each_record(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file), |r| aggregator.add(r))
-        .expect("read perf.data");
+    perfdata::for_each_record(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(file),
+        |r| aggregator.add(r),
+    )
+    .expect("read perf.data");
     aggregator.finish(window_s, None)
 }
 
 #[test]
 fn reads_the_same_events_as_perf_script_from_a_compressed_capture() {
     let out = summarize("offcpu-contextswitches.data", 1.0);
-    let counts: BTreeMap<&str, u64> = out.summary.counts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let counts: BTreeMap<&str, u64> = out
+        .summary
+        .counts
+        .iter()
+        .map(|(k, v)| (k.as_str(), *v))
+        .collect();
     assert_eq!(
         counts,
         BTreeMap::from([
@@ -53,12 +63,15 @@ fn off_cpu_time_from_the_binary_matches_perf_script() {
     for t in &off.threads {
         let key = format!("{}/{}", t.comm, t.tid);
         let want = expected[key.as_str()];
-        assert!(t.off_cpu_us.abs_diff(want) <= t.switches, "{key}: {} us, perf script says {want} us", t.off_cpu_us);
+        assert!(
+            t.off_cpu_us.abs_diff(want) <= t.switches,
+            "{key}: {} us, perf script says {want} us",
+            t.off_cpu_us
+        );
     }
     let switches: u64 = off.threads.iter().map(|t| t.switches).sum();
     assert!(off.total_us.abs_diff(8464362) <= switches);
 }
-
 
 #[test]
 fn syscall_and_block_bytes_from_the_binary_match_perf_script() {
@@ -71,5 +84,9 @@ fn syscall_and_block_bytes_from_the_binary_match_perf_script() {
     assert_eq!((bw.written.calls, bw.written.bytes), (97, 3461120));
     assert_eq!((bw.read.calls, bw.read.bytes), (97, 3461120));
     let block = s.groups.iter().find(|g| g.title == "block I/O").unwrap();
-    assert!(block.reading.contains("1520 requests issued (8.9 MiB)"), "{}", block.reading);
+    assert!(
+        block.reading.contains("1520 requests issued (8.9 MiB)"),
+        "{}",
+        block.reading
+    );
 }

@@ -16,7 +16,8 @@ fn capture(cwd: &Path, config: &str) -> (Value, std::path::PathBuf) {
         .success()
         .stdout(predicate::str::contains("files written"));
     let stem = only_capture(cwd, DEMO_SEQ, "offcpu-");
-    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
     for ext in ["data", "folded", "svg", "txt"] {
         assert!(with_ext(&stem, ext).exists(), "{ext} missing");
     }
@@ -34,13 +35,23 @@ fn default_config_counts_futex_and_sync_calls() {
     }
     let cwd = workdir();
     let (m, stem) = capture(cwd.path(), "default");
-    assert!(count(&m, "syscalls:sys_enter_futex") > 0, "no futex from contend_lock: {}", m["offcpu"]["counts"]);
+    assert!(
+        count(&m, "syscalls:sys_enter_futex") > 0,
+        "no futex from contend_lock: {}",
+        m["offcpu"]["counts"]
+    );
     assert!(count(&m, "syscalls:sys_enter_fsync") + count(&m, "syscalls:sys_enter_fdatasync") > 0);
     let svg = std::fs::read_to_string(with_ext(&stem, "svg")).unwrap();
-    assert!(svg.contains("events"), "event-count flamegraph must say events");
+    assert!(
+        svg.contains("events"),
+        "event-count flamegraph must say events"
+    );
     assert_eq!(m["offcpu"]["mode"], "full");
     let txt = std::fs::read_to_string(with_ext(&stem, "txt")).unwrap();
-    assert!(txt.contains("lock contention:") && txt.contains("disk sync:"), "{txt}");
+    assert!(
+        txt.contains("lock contention:") && txt.contains("disk sync:"),
+        "{txt}"
+    );
 }
 
 #[test]
@@ -53,19 +64,31 @@ fn contextswitches_config_gives_off_cpu_time_under_contend_lock() {
     assert!(count(&m, "sched:sched_switch") > 0);
     assert!(count(&m, "syscalls:sys_enter_futex") > 0);
     // Enter and exit are counted under their own names, never merged.
-    assert!(m["offcpu"]["counts"].get("syscalls:sys_exit_futex").is_some());
+    assert!(m["offcpu"]["counts"]
+        .get("syscalls:sys_exit_futex")
+        .is_some());
 
     let window_us = (m["duration_recorded_s"].as_f64().unwrap() * 1e6) as u64;
-    let threads = m["offcpu"]["off_cpu"]["threads"].as_array().expect("per-thread off-CPU time");
+    let threads = m["offcpu"]["off_cpu"]["threads"]
+        .as_array()
+        .expect("per-thread off-CPU time");
     assert!(!threads.is_empty());
     for t in threads {
         let us = t["off_cpu_us"].as_u64().unwrap();
-        assert!(us <= window_us + 50_000, "thread {} blocked {us} us in a {window_us} us window", t["tid"]);
+        assert!(
+            us <= window_us + 50_000,
+            "thread {} blocked {us} us in a {window_us} us window",
+            t["tid"]
+        );
     }
 
-    let folded = std::fs::read_to_string(with_ext(&stem, "offcpu.folded")).expect("off-CPU time folded stacks");
+    let folded = std::fs::read_to_string(with_ext(&stem, "offcpu.folded"))
+        .expect("off-CPU time folded stacks");
     let svg = std::fs::read_to_string(with_ext(&stem, "offcpu.svg")).unwrap();
-    assert!(svg.contains("us off-CPU"), "off-CPU flamegraph must count microseconds");
+    assert!(
+        svg.contains("us off-CPU"),
+        "off-CPU flamegraph must count microseconds"
+    );
     let (mut contenders, mut under_contend, mut under_futex) = (0u64, 0u64, 0u64);
     for line in folded.lines() {
         let (stack, us) = line.rsplit_once(' ').unwrap();
@@ -77,13 +100,22 @@ fn contextswitches_config_gives_off_cpu_time_under_contend_lock() {
             }
             // The mutex's slow path; with frame pointers, libc's `syscall` wrapper may hide
             // the std frame above it.
-            if stack.contains("lock_contended") || stack.contains("futex") || stack.ends_with(";syscall") {
+            if stack.contains("lock_contended")
+                || stack.contains("futex")
+                || stack.ends_with(";syscall")
+            {
                 under_futex += us;
             }
         }
     }
-    assert!(contenders > 0, "no off-CPU time for the contend_lock threads");
-    assert!(under_contend * 2 > contenders, "only {under_contend} of {contenders} us under contend_lock");
+    assert!(
+        contenders > 0,
+        "no off-CPU time for the contend_lock threads"
+    );
+    assert!(
+        under_contend * 2 > contenders,
+        "only {under_contend} of {contenders} us under contend_lock"
+    );
     assert!(under_futex > 0, "no blocked time in the mutex's futex wait");
 }
 
@@ -98,8 +130,16 @@ fn iobandwidth_config_measures_bytes_read_and_written_by_sync_writes() {
     assert!(bw["read"]["bytes"].as_u64().unwrap() > 0, "{bw}");
     assert!(bw["written"]["bytes"].as_u64().unwrap() > 0, "{bw}");
     assert!(bw["write_bytes_per_s"].as_f64().unwrap() > 0.0);
-    let top: Vec<String> = bw["top_by_bytes"].as_array().unwrap().iter().map(|e| e[0].as_str().unwrap().to_string()).collect();
-    assert!(top.iter().any(|f| f.ends_with("::sync_writes")), "sync_writes not among {top:?}");
+    let top: Vec<String> = bw["top_by_bytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[0].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        top.iter().any(|f| f.ends_with("::sync_writes")),
+        "sync_writes not among {top:?}"
+    );
     assert!(count(&m, "syscalls:sys_enter_fsync") + count(&m, "syscalls:sys_enter_fdatasync") > 0);
 }
 
@@ -109,11 +149,23 @@ fn pagefaults_config_counts_major_faults_from_target_in_dotenv() {
         return;
     }
     let cwd = workdir();
-    std::fs::write(cwd.path().join(".env"), "DEVPROF_TARGET=demo-seq\nDEVPROF_DURATION=5s\n").unwrap();
-    devprof(cwd.path()).args(["offcpu", "--config", "pagefaults.conf"]).assert().success();
+    std::fs::write(
+        cwd.path().join(".env"),
+        "DEVPROF_TARGET=demo-seq\nDEVPROF_DURATION=5s\n",
+    )
+    .unwrap();
+    devprof(cwd.path())
+        .args(["offcpu", "--config", "pagefaults.conf"])
+        .assert()
+        .success();
     let stem = only_capture(cwd.path(), DEMO_SEQ, "offcpu-");
-    let m: Value = serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
-    assert!(count(&m, "major-faults") > 0, "no major faults from mmap_reads: {}", m["offcpu"]["counts"]);
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    assert!(
+        count(&m, "major-faults") > 0,
+        "no major faults from mmap_reads: {}",
+        m["offcpu"]["counts"]
+    );
     let txt = std::fs::read_to_string(with_ext(&stem, "txt")).unwrap();
     assert!(txt.contains("page cache hit rate"), "{txt}");
 }
@@ -125,14 +177,31 @@ fn unknown_event_in_custom_config_is_named_and_nothing_is_written() {
     }
     let cwd = workdir();
     let config = cwd.path().join("mine.conf");
-    std::fs::write(&config, "# custom\nsyscalls:sys_enter_futex\nsched:sched_swich   # typo\n").unwrap();
+    std::fs::write(
+        &config,
+        "# custom\nsyscalls:sys_enter_futex\nsched:sched_swich   # typo\n",
+    )
+    .unwrap();
     devprof(cwd.path())
-        .args(["offcpu", DEMO_SEQ, "5", "--config", config.to_str().unwrap()])
+        .args([
+            "offcpu",
+            DEMO_SEQ,
+            "5",
+            "--config",
+            config.to_str().unwrap(),
+        ])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("unknown event 'sched:sched_swich'"))
-        .stderr(predicate::str::contains("did you mean 'sched:sched_switch'"));
-    assert_eq!(files_under(cwd.path()), vec![std::path::PathBuf::from("mine.conf")]);
+        .stderr(predicate::str::contains(
+            "unknown event 'sched:sched_swich'",
+        ))
+        .stderr(predicate::str::contains(
+            "did you mean 'sched:sched_switch'",
+        ));
+    assert_eq!(
+        files_under(cwd.path()),
+        vec![std::path::PathBuf::from("mine.conf")]
+    );
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! The CPU recipe: `perf record -g` on the target process, perf.data home, `perf script`
 //! streamed into the folder, then the folded stacks, the flamegraph and the manifest.
 
-use super::{cleanup_workdir, download_data, ensure_data_written, find_target, make_workdir, record, stream_script, thousands, truncate, Target, Window};
+use super::{
+    cleanup_workdir, download_data, ensure_data_written, find_target, make_workdir, record,
+    stream_script, thousands, truncate, Target, Window,
+};
 use crate::error::{Error, Result};
 use crate::fold::{self, Folded};
 use crate::perf;
@@ -31,13 +34,23 @@ pub struct CpuOutcome {
 }
 
 pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Result<CpuOutcome> {
-    let target = find_target(&settings.target, &settings.process).await?;
-    let access = perf::check_access(&target.shell, &target.perf, &target.facts, target.process.pid).await?;
+    let target = find_target(&settings.target, &settings.process, settings.mode, false).await?;
+    let result = capture_with(&target, settings, interrupts).await;
+    // Always, success or not: no sidecar stays behind.
+    target.release().await;
+    result
+}
+
+async fn capture_with(
+    target: &Target,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<CpuOutcome> {
     if interrupts.pending() {
         return Err(Error::Interrupted);
     }
     let workdir = make_workdir(&target.shell).await?;
-    let result = record_and_analyse(&target, &access, &workdir, settings, interrupts).await;
+    let result = record_and_analyse(target, &target.access, &workdir, settings, interrupts).await;
     // Always, success or not: no perf process and no temp file stay in the container.
     cleanup_workdir(&target.shell, &workdir).await;
     result
@@ -52,7 +65,11 @@ async fn record_and_analyse(
 ) -> Result<CpuOutcome> {
     let shell = &target.shell;
     let container = &target.container.name;
-    let stem = Stem::reserve(&store::container_dir(&settings.output_dir, container), "perf", Local::now())?;
+    let stem = Stem::reserve(
+        &store::container_dir(&settings.output_dir, container),
+        "perf",
+        Local::now(),
+    )?;
     let data_in_container = format!("{workdir}/perf.data");
     let mut timings = BTreeMap::new();
 
@@ -70,9 +87,16 @@ async fn record_and_analyse(
     if target.perf.supports_zstd {
         record_argv.push("-z".into());
     }
-    record_argv.extend(sleep_window(target.process.pid, &data_in_container, settings.duration));
+    record_argv.extend(sleep_window(
+        target.process.pid,
+        &data_in_container,
+        settings.duration,
+    ));
 
-    let label = format!("recording {container} ({} Hz {})", settings.frequency, access.event);
+    let label = format!(
+        "recording {container} ({} Hz {})",
+        settings.frequency, access.event
+    );
     let window = Window {
         argv: &record_argv,
         duration: settings.duration,
@@ -88,22 +112,34 @@ async fn record_and_analyse(
     download_data(shell, &data_in_container, &stem).await?;
     timings.insert("download".to_string(), t.elapsed().as_millis() as u64);
 
-    let mut manifest = base_manifest(target, settings, &access.event, recording.window, recording.interrupted);
+    let mut manifest = base_manifest(
+        target,
+        settings,
+        &access.event,
+        recording.window,
+        recording.interrupted,
+    );
     manifest.notes.extend(access.notes.iter().cloned());
     manifest.perf.record_command = record_argv;
 
     // perf script, streamed into the folder.
     let t = Instant::now();
     let spinner = progress::spinner("symbolizing and folding stacks (perf script)");
-    let script_argv: Vec<String> = vec![
+    let mut script_argv: Vec<String> = vec![
         target.perf.path.clone(),
         "script".into(),
         "-i".into(),
         data_in_container.clone(),
         "-F".into(),
         "comm,pid,tid,time,event,ip,sym,dso".into(),
-        if settings.inline { "--inline" } else { "--no-inline" }.into(),
+        if settings.inline {
+            "--inline"
+        } else {
+            "--no-inline"
+        }
+        .into(),
     ];
+    script_argv.extend(symfs_args(target));
     let keep = settings.keep_script.then(|| stem.path("script"));
     let streamed = tokio::select! {
         streamed = stream_script(shell, &script_argv, keep, |reader| fold::fold_perf_script(reader)) => streamed,
@@ -164,7 +200,11 @@ async fn record_and_analyse(
             crate::duration::human(recording.window),
             thousands(samples)
         ),
-        Some(subtitle(target, settings.frequency, settings.call_graph.perf_arg())),
+        Some(subtitle(
+            target,
+            settings.frequency,
+            settings.call_graph.perf_arg(),
+        )),
     );
     write_svg(&folded, &spec, &stem.path("svg"))?;
     timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
@@ -172,7 +212,9 @@ async fn record_and_analyse(
     let unsymbolized = folded.unsymbolized_share();
     manifest.sample_count = samples;
     manifest.perf_reported_samples = report.samples;
-    manifest.lost_chunks = perf::parse_record_report(&script_out.stderr).lost_chunks.or(report.lost_chunks);
+    manifest.lost_chunks = perf::parse_record_report(&script_out.stderr)
+        .lost_chunks
+        .or(report.lost_chunks);
     manifest.unsymbolized_share = (unsymbolized * 1000.0).round() / 1000.0;
     manifest.top_functions = folded.top_self(10);
     manifest.timings_ms = timings;
@@ -198,7 +240,9 @@ async fn record_and_analyse(
         ));
     }
     if let Some(lost) = manifest.lost_chunks.filter(|l| *l > 0) {
-        warnings.push(format!("perf lost {lost} chunks of samples; lower --frequency"));
+        warnings.push(format!(
+            "perf lost {lost} chunks of samples; lower --frequency"
+        ));
     }
     manifest.notes.extend(warnings.iter().cloned());
 
@@ -210,6 +254,14 @@ async fn record_and_analyse(
         files,
         warnings,
     })
+}
+
+/// In sidecar mode perf reads the target's binaries under its /proc/<pid>/root.
+pub fn symfs_args(target: &Target) -> Vec<String> {
+    match target.symfs() {
+        Some(root) => vec!["--symfs".into(), root],
+        None => Vec::new(),
+    }
 }
 
 /// `-p PID -o FILE -- sleep SECONDS`: record that process for the window.
@@ -226,7 +278,11 @@ pub fn sleep_window(pid: u32, output: &str, duration: Duration) -> Vec<String> {
 }
 
 /// Lists the stem's files with their sizes in the manifest; returns them for the summary.
-pub fn record_files(manifest: &mut Manifest, stem: &Stem, extensions: &[&str]) -> Vec<(PathBuf, u64)> {
+pub fn record_files(
+    manifest: &mut Manifest,
+    stem: &Stem,
+    extensions: &[&str],
+) -> Vec<(PathBuf, u64)> {
     let mut files = Vec::new();
     for ext in extensions {
         let path = stem.path(ext);
@@ -252,19 +308,35 @@ pub fn subtitle(target: &Target, frequency: u32, call_graph: &str) -> String {
 }
 
 pub fn write_folded(folded: &Folded, path: &std::path::Path) -> Result<()> {
-    let file = std::fs::File::create(path).map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+    let file = std::fs::File::create(path)
+        .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
     folded
         .write_to(BufWriter::new(file))
         .map_err(|e| Error::io(format!("write {}", path.display()), e))
 }
 
 pub fn write_svg(folded: &Folded, spec: &SvgSpec, path: &std::path::Path) -> Result<()> {
-    let file = std::fs::File::create(path).map_err(|e| Error::io(format!("create {}", path.display()), e))?;
-    render::write_svg(folded, spec, BufWriter::new(file)).map_err(|e| Error::io(format!("write {}", path.display()), e))
+    let file = std::fs::File::create(path)
+        .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+    render::write_svg(folded, spec, BufWriter::new(file))
+        .map_err(|e| Error::io(format!("write {}", path.display()), e))
 }
 
-pub fn base_manifest(target: &Target, settings: &CpuSettings, event: &str, window: Duration, interrupted: bool) -> Manifest {
-    let mut manifest = manifest_for(target, "cpu", &settings.target, window, settings.duration, interrupted);
+pub fn base_manifest(
+    target: &Target,
+    settings: &CpuSettings,
+    event: &str,
+    window: Duration,
+    interrupted: bool,
+) -> Manifest {
+    let mut manifest = manifest_for(
+        target,
+        "cpu",
+        &settings.target,
+        window,
+        settings.duration,
+        interrupted,
+    );
     manifest.events = vec![event.to_string()];
     manifest.frequency_hz = settings.frequency;
     manifest.call_graph = settings.call_graph.perf_arg().into();
@@ -272,7 +344,14 @@ pub fn base_manifest(target: &Target, settings: &CpuSettings, event: &str, windo
 }
 
 /// The fields every capture's manifest shares.
-pub fn manifest_for(target: &Target, kind: &str, typed_target: &str, window: Duration, requested: Duration, interrupted: bool) -> Manifest {
+pub fn manifest_for(
+    target: &Target,
+    kind: &str,
+    typed_target: &str,
+    window: Duration,
+    requested: Duration,
+    interrupted: bool,
+) -> Manifest {
     Manifest {
         devprof_version: env!("CARGO_PKG_VERSION").to_string(),
         kind: kind.into(),
@@ -292,6 +371,7 @@ pub fn manifest_for(target: &Target, kind: &str, typed_target: &str, window: Dur
             version: target.perf.version.clone(),
             record_command: Vec::new(),
         },
+        capture_mode: Some(target.mode_description()),
         duration_requested_s: requested.as_secs_f64(),
         duration_recorded_s: (window.as_secs_f64() * 1000.0).round() / 1000.0,
         interrupted,

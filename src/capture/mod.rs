@@ -6,12 +6,14 @@
 
 pub mod cpu;
 pub mod offcpu;
+pub mod sidecar;
 
 use crate::docker::{ContainerShell, Docker, ExecOutput, Shell};
 use crate::error::{Error, Result};
 use crate::perf::{self, ContainerFacts, PerfTool};
 use crate::pipe;
 use crate::progress;
+use crate::settings::CaptureMode;
 use crate::signals::Interrupts;
 use crate::store::Stem;
 use crate::target::{resolve_container, select_process, ContainerInfo, ProcInfo, ProcessSelector};
@@ -19,24 +21,106 @@ use std::io::{BufRead, BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// A resolved target: the container, what it offers, and the process to record.
+/// A resolved target: the container, what it offers, and the process to record. In
+/// sidecar mode `shell` runs commands in the profiler container beside the target, which
+/// shares its PID namespace (so pids are the same) and reaches its files through
+/// /proc/<pid>/root.
 pub struct Target {
     pub shell: Shell,
     pub container: ContainerInfo,
     pub facts: ContainerFacts,
     pub perf: PerfTool,
     pub process: ProcInfo,
+    pub access: perf::Access,
+    pub sidecar: Option<sidecar::Sidecar>,
 }
 
-/// Connects, resolves the container, probes it, finds perf and the process.
-pub async fn find_target(target: &str, selector: &ProcessSelector) -> Result<Target> {
+impl Target {
+    /// Where perf finds the target's binaries: its own root in sidecar mode.
+    pub fn symfs(&self) -> Option<String> {
+        self.sidecar
+            .as_ref()
+            .map(|_| format!("/proc/{}/root", self.process.pid))
+    }
+
+    /// How devprof reached perf, for summaries and manifests.
+    pub fn mode_description(&self) -> String {
+        match &self.sidecar {
+            None => "exec (perf inside the container)".to_string(),
+            Some(s) => format!(
+                "sidecar {} from {} with {}",
+                s.info.name, s.info.image, s.privileges
+            ),
+        }
+    }
+
+    /// Removes the sidecar, if any. Always called, whatever happened.
+    pub async fn release(&self) {
+        if let Some(sidecar) = &self.sidecar {
+            self.shell.docker().remove_container(&sidecar.info.id).await;
+        }
+    }
+}
+
+/// Connects, resolves the container, and finds a perf that may record the process:
+/// inside the container (exec), or in a sidecar beside it, as `mode` allows.
+pub async fn find_target(
+    target: &str,
+    selector: &ProcessSelector,
+    mode: CaptureMode,
+    needs_tracefs: bool,
+) -> Result<Target> {
     let docker = Docker::connect().await?;
     let containers = docker.containers().await?;
     let container = resolve_container(target, &containers)?;
-    let shell = docker.shell(&container);
+    if mode != CaptureMode::Sidecar {
+        match exec_target(&docker, &container, selector).await {
+            Ok(found) => return Ok(found),
+            Err(e @ (Error::PerfMissing { .. } | Error::PerfDenied { .. }))
+                if mode == CaptureMode::Auto =>
+            {
+                eprintln!(
+                    "note: {}; profiling from a sidecar container instead",
+                    first_line(&e.to_string())
+                );
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    sidecar::start(&docker, &container, selector, needs_tracefs).await
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text)
+}
+
+async fn exec_target(
+    docker: &Docker,
+    container: &ContainerInfo,
+    selector: &ProcessSelector,
+) -> Result<Target> {
+    let shell = docker.shell(container);
     let facts = ContainerFacts::probe(&shell).await?;
     let perf = perf::find_perf(&shell, &facts).await?;
-    let process = select_process(&facts.processes, selector).map_err(|what| {
+    let process = choose_process(&facts, selector, &container.name)?;
+    let access = perf::check_access(&shell, &perf, &facts, process.pid).await?;
+    Ok(Target {
+        shell,
+        container: container.clone(),
+        facts,
+        perf,
+        process,
+        access,
+        sidecar: None,
+    })
+}
+
+pub(crate) fn choose_process(
+    facts: &ContainerFacts,
+    selector: &ProcessSelector,
+    container: &str,
+) -> Result<ProcInfo> {
+    select_process(&facts.processes, selector).map_err(|what| {
         let listing: Vec<String> = facts
             .processes
             .iter()
@@ -44,23 +128,18 @@ pub async fn find_target(target: &str, selector: &ProcessSelector) -> Result<Tar
             .map(|p| format!("{:>6}  {}", p.pid, p.cmdline))
             .collect();
         Error::ProcessNotFound {
-            container: container.name.clone(),
+            container: container.to_string(),
             what,
             hint: format!("processes in the container:\n{}", listing.join("\n")),
         }
-    })?;
-    Ok(Target {
-        shell,
-        container,
-        facts,
-        perf,
-        process,
     })
 }
 
 /// A private directory in the container's /tmp for perf.data and perf's pid.
 pub async fn make_workdir(shell: &Shell) -> Result<String> {
-    let out = shell.run(&["mktemp", "-d", "/tmp/devprof.XXXXXXXX"]).await?;
+    let out = shell
+        .run(&["mktemp", "-d", "/tmp/devprof.XXXXXXXX"])
+        .await?;
     let dir = out.stdout.trim().to_string();
     if !out.success() || !dir.starts_with("/tmp/devprof.") {
         return Err(Error::PerfFailed {
@@ -84,7 +163,10 @@ pub async fn cleanup_workdir(shell: &Shell, workdir: &str) {
         wd = quote(workdir)
     );
     if let Err(e) = shell.sh(&script).await {
-        eprintln!("warning: could not clean {workdir} in {}: {e}", shell.container());
+        eprintln!(
+            "warning: could not clean {workdir} in {}: {e}",
+            shell.container()
+        );
     }
 }
 
@@ -119,7 +201,13 @@ pub struct Window<'a> {
 /// Runs `window.argv` (a `perf record ... -- sleep N`) in the container with a progress bar
 /// over `duration`. The first Ctrl-C asks perf to stop (it still writes perf.data); a
 /// second one aborts, discarding `stem`'s files.
-pub async fn record(shell: &Shell, workdir: &str, window: &Window<'_>, interrupts: &mut Interrupts, stem: &Stem) -> Result<Recording> {
+pub async fn record(
+    shell: &Shell,
+    workdir: &str,
+    window: &Window<'_>,
+    interrupts: &mut Interrupts,
+    stem: &Stem,
+) -> Result<Recording> {
     let Window {
         argv: record_argv,
         duration,
@@ -129,7 +217,11 @@ pub async fn record(shell: &Shell, workdir: &str, window: &Window<'_>, interrupt
     let record_script = format!(
         "echo $$ > {pidfile}; exec {cmd}",
         pidfile = quote(&format!("{workdir}/perf.pid")),
-        cmd = record_argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+        cmd = record_argv
+            .iter()
+            .map(|a| quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     let bar = progress::capture_bar(duration, label);
     for note in notes {
@@ -138,7 +230,8 @@ pub async fn record(shell: &Shell, workdir: &str, window: &Window<'_>, interrupt
     let started = Instant::now();
     let docker = shell.docker().clone();
     let container = shell.container().to_string();
-    let mut task = tokio::spawn(async move { docker.exec(&container, &["sh", "-c", &record_script]).await });
+    let mut task =
+        tokio::spawn(async move { docker.exec(&container, &["sh", "-c", &record_script]).await });
     let mut stop_requested: Option<Instant> = None;
     let output = loop {
         tokio::select! {
@@ -164,7 +257,10 @@ pub async fn record(shell: &Shell, workdir: &str, window: &Window<'_>, interrupt
     };
     bar.finish_and_clear();
     let elapsed = started.elapsed();
-    let window = stop_requested.map(|at| at - started).unwrap_or(elapsed).min(duration);
+    let window = stop_requested
+        .map(|at| at - started)
+        .unwrap_or(elapsed)
+        .min(duration);
     Ok(Recording {
         output,
         window,
@@ -195,7 +291,12 @@ async fn stop_perf(shell: &Shell, workdir: &str) {
 }
 
 /// After the window: fails (discarding the stem) when perf wrote no data, explaining why.
-pub async fn ensure_data_written(shell: &Shell, data_in_container: &str, recording: &Recording, stem: &Stem) -> Result<()> {
+pub async fn ensure_data_written(
+    shell: &Shell,
+    data_in_container: &str,
+    recording: &Recording,
+    stem: &Stem,
+) -> Result<()> {
     let written = shell
         .run(&["test", "-s", data_in_container])
         .await
@@ -245,9 +346,12 @@ pub async fn download_data(shell: &Shell, data_in_container: &str, stem: &Stem) 
         .unwrap_or_else(|| PathBuf::from("perf.data"));
     let downloaded = shell
         .docker()
-        .download(shell.container(), data_in_container, stem.dir(), move |entry| {
-            (entry == source_name).then(|| PathBuf::from(&data_name))
-        })
+        .download(
+            shell.container(),
+            data_in_container,
+            stem.dir(),
+            move |entry| (entry == source_name).then(|| PathBuf::from(&data_name)),
+        )
         .await;
     spinner.finish_and_clear();
     if downloaded.is_err() {
@@ -259,7 +363,12 @@ pub async fn download_data(shell: &Shell, data_in_container: &str, stem: &Stem) 
 /// Runs `perf script` (or any command) in the container and hands its standard output,
 /// as it arrives, to `consume` on a blocking thread; `keep` also saves the text there.
 /// Returns what `consume` made and perf's standard error.
-pub async fn stream_script<T, F>(shell: &Shell, argv: &[String], keep: Option<PathBuf>, consume: F) -> Result<(T, ExecOutput)>
+pub async fn stream_script<T, F>(
+    shell: &Shell,
+    argv: &[String],
+    keep: Option<PathBuf>,
+    consume: F,
+) -> Result<(T, ExecOutput)>
 where
     T: Send + 'static,
     F: FnOnce(&mut dyn BufRead) -> std::io::Result<T> + Send + 'static,
@@ -269,13 +378,19 @@ where
         match keep {
             Some(path) => {
                 let copy = BufWriter::new(std::fs::File::create(&path)?);
-                consume(&mut BufReader::with_capacity(1 << 20, pipe::TeeReader::new(reader, copy)))
+                consume(&mut BufReader::with_capacity(
+                    1 << 20,
+                    pipe::TeeReader::new(reader, copy),
+                ))
             }
             None => consume(&mut BufReader::with_capacity(1 << 20, reader)),
         }
     });
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let exec = shell.docker().exec_streaming(shell.container(), &refs, tx).await;
+    let exec = shell
+        .docker()
+        .exec_streaming(shell.container(), &refs, tx)
+        .await;
     let made = consuming
         .await
         .map_err(|e| Error::io("analysis task", std::io::Error::other(e)))?

@@ -4,7 +4,10 @@
 //! event-count flamegraph and, with sched_switch, the off-CPU time flamegraph.
 
 use super::cpu::{manifest_for, record_files, sleep_window, subtitle, write_folded, write_svg};
-use super::{cleanup_workdir, download_data, ensure_data_written, find_target, make_workdir, record, stream_script, thousands, Target, Window};
+use super::{
+    cleanup_workdir, download_data, ensure_data_written, find_target, make_workdir, record,
+    stream_script, thousands, Target, Window,
+};
 use crate::docker::{ContainerShell, ExecOutput};
 use crate::error::{Error, Result};
 use crate::offcpu::events::{check_events, kernel_version, CheckedEvents, EventProblem};
@@ -35,39 +38,79 @@ pub struct OffcpuOutcome {
     pub warnings: Vec<String>,
 }
 
-pub async fn run_offcpu(settings: &OffcpuSettings, interrupts: &mut Interrupts) -> Result<OffcpuOutcome> {
-    let target = find_target(&settings.target, &settings.process).await?;
-    let access = perf::check_access(&target.shell, &target.perf, &target.facts, target.process.pid).await?;
-    let mut notes: Vec<String> = access.notes.iter().filter(|n| !n.contains("cycles")).cloned().collect();
-    let checked = checked_events(&target, settings, &mut notes).await?;
-    trial_events(&target, &checked.events).await?;
+pub async fn run_offcpu(
+    settings: &OffcpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<OffcpuOutcome> {
+    let wants_tracepoints = settings.config.events.iter().any(|e| e.contains(':'));
+    let target = find_target(
+        &settings.target,
+        &settings.process,
+        settings.capture_mode,
+        wants_tracepoints,
+    )
+    .await?;
+    let result = capture_with(&target, settings, interrupts).await;
+    target.release().await;
+    result
+}
+
+async fn capture_with(
+    target: &Target,
+    settings: &OffcpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<OffcpuOutcome> {
+    let access = &target.access;
+    let mut notes: Vec<String> = access
+        .notes
+        .iter()
+        .filter(|n| !n.contains("cycles"))
+        .cloned()
+        .collect();
+    let checked = checked_events(target, settings, &mut notes).await?;
+    trial_events(target, &checked.events).await?;
     if interrupts.pending() {
         return Err(Error::Interrupted);
     }
     let workdir = make_workdir(&target.shell).await?;
-    let result = record_and_summarize(&target, &checked, notes, &workdir, settings, interrupts).await;
+    let result =
+        record_and_summarize(target, &checked, notes, &workdir, settings, interrupts).await;
     cleanup_workdir(&target.shell, &workdir).await;
     result
 }
 
 /// The config's events that this container's kernel and perf offer; tracefs made
 /// available first when tracepoints are wanted.
-async fn checked_events(target: &Target, settings: &OffcpuSettings, notes: &mut Vec<String>) -> Result<CheckedEvents> {
-    let wants_tracepoints = settings.config.events.iter().any(|e| e.contains(':') && !e.ends_with(":u") && !e.ends_with(":k"));
-    let tracepoints = if wants_tracepoints { available_tracepoints(target, notes).await? } else { Vec::new() };
+async fn checked_events(
+    target: &Target,
+    settings: &OffcpuSettings,
+    notes: &mut Vec<String>,
+) -> Result<CheckedEvents> {
+    let wants_tracepoints = settings
+        .config
+        .events
+        .iter()
+        .any(|e| e.contains(':') && !e.ends_with(":u") && !e.ends_with(":k"));
+    let tracepoints = if wants_tracepoints {
+        available_tracepoints(target, notes).await?
+    } else {
+        Vec::new()
+    };
     let kernel = kernel_version(&target.facts.kernel);
-    let checked = check_events(&settings.config.events, &tracepoints, kernel).map_err(|problem| match problem {
-        EventProblem::Unknown { event, suggestion } => Error::UnknownEvent {
-            event,
-            suggestion,
-            config: settings.config.source.clone(),
+    let checked = check_events(&settings.config.events, &tracepoints, kernel).map_err(
+        |problem| match problem {
+            EventProblem::Unknown { event, suggestion } => Error::UnknownEvent {
+                event,
+                suggestion,
+                config: settings.config.source.clone(),
+            },
+            EventProblem::NoneLeft { skipped } => Error::NoEvents {
+                container: target.container.name.clone(),
+                config: settings.config.source.clone(),
+                skipped,
+            },
         },
-        EventProblem::NoneLeft { skipped } => Error::NoEvents {
-            container: target.container.name.clone(),
-            config: settings.config.source.clone(),
-            skipped,
-        },
-    })?;
+    )?;
     for (event, why) in &checked.skipped {
         notes.push(format!("skipped {event}: {why}"));
     }
@@ -93,7 +136,10 @@ echo "no-tracefs"
             if first.starts_with("mounted ") {
                 notes.push("mounted tracefs at /sys/kernel/tracing in the container (it may: CAP_SYS_ADMIN)".into());
             }
-            Ok(lines.map(|l| l.trim().to_string()).filter(|l| l.contains(':')).collect())
+            Ok(lines
+                .map(|l| l.trim().to_string())
+                .filter(|l| l.contains(':'))
+                .collect())
         }
         _ => Err(Error::TracefsUnavailable {
             container: target.container.name.clone(),
@@ -140,7 +186,22 @@ async fn ring_buffer(target: &Target, workdir: &str) -> Option<String> {
     for size in RING_BUFFERS {
         let out = target
             .shell
-            .run(&[&target.perf.path, "record", "-q", "-m", size, "-e", "cpu-clock", "-p", &pid, "-o", &trial, "--", "sleep", "0.05"])
+            .run(&[
+                &target.perf.path,
+                "record",
+                "-q",
+                "-m",
+                size,
+                "-e",
+                "cpu-clock",
+                "-p",
+                &pid,
+                "-o",
+                &trial,
+                "--",
+                "sleep",
+                "0.05",
+            ])
             .await
             .ok()?;
         let _ = target.shell.run(&["rm", "-f", &trial]).await;
@@ -164,9 +225,15 @@ async fn record_and_summarize(
     let switches = checked.events.iter().any(|e| e == "sched:sched_switch");
     let buffer = ring_buffer(target, workdir).await;
     if buffer.is_none() {
-        notes.push("perf may not map a larger ring buffer here; bursts of events may be lost".into());
+        notes.push(
+            "perf may not map a larger ring buffer here; bursts of events may be lost".into(),
+        );
     }
-    let stem = Stem::reserve(&store::container_dir(&settings.output_dir, container), "offcpu", Local::now())?;
+    let stem = Stem::reserve(
+        &store::container_dir(&settings.output_dir, container),
+        "offcpu",
+        Local::now(),
+    )?;
     let data_in_container = format!("{workdir}/perf.data");
     let mut timings = BTreeMap::new();
 
@@ -175,7 +242,13 @@ async fn record_and_summarize(
     for event in &checked.events {
         record_argv.extend(["-e".into(), event.clone()]);
     }
-    record_argv.extend(["-c".into(), "1".into(), "-g".into(), "--call-graph".into(), settings.call_graph.perf_arg().into()]);
+    record_argv.extend([
+        "-c".into(),
+        "1".into(),
+        "-g".into(),
+        "--call-graph".into(),
+        settings.call_graph.perf_arg().into(),
+    ]);
     if let Some(size) = &buffer {
         record_argv.extend(["-m".into(), size.clone()]);
     }
@@ -186,9 +259,17 @@ async fn record_and_summarize(
     if target.perf.supports_zstd {
         record_argv.push("-z".into());
     }
-    record_argv.extend(sleep_window(target.process.pid, &data_in_container, settings.duration));
+    record_argv.extend(sleep_window(
+        target.process.pid,
+        &data_in_container,
+        settings.duration,
+    ));
 
-    let label = format!("recording {container} ({} events from {})", checked.events.len(), settings.config.name);
+    let label = format!(
+        "recording {container} ({} events from {})",
+        checked.events.len(),
+        settings.config.name
+    );
     let window = Window {
         argv: &record_argv,
         duration: settings.duration,
@@ -246,6 +327,7 @@ async fn record_and_summarize(
     if switches {
         script_argv.push("--show-switch-events".into());
     }
+    script_argv.extend(super::cpu::symfs_args(target));
 
     let t = Instant::now();
     let spinner = progress::spinner(match mode {
@@ -273,15 +355,22 @@ async fn record_and_summarize(
             // Fast: the downloaded perf.data is read directly; no unwinding, no symbols.
             Mode::Fast => {
                 let path = local_data.clone();
-                let aggregator = tokio::task::spawn_blocking(move || -> std::io::Result<Aggregator> {
-                    let mut aggregator = Aggregator::for_events(mode, &events);
-                    perfdata::for_each_record(&path, |r| aggregator.add(r))?;
-                    Ok(aggregator)
-                })
-                .await
-                .map_err(|e| Error::io("summary task", std::io::Error::other(e)))?
-                .map_err(|e| Error::io(format!("read {}", local_data.display()), e))?;
-                Ok((aggregator, ExecOutput { exit_code: Some(0), ..Default::default() }))
+                let aggregator =
+                    tokio::task::spawn_blocking(move || -> std::io::Result<Aggregator> {
+                        let mut aggregator = Aggregator::for_events(mode, &events);
+                        perfdata::for_each_record(&path, |r| aggregator.add(r))?;
+                        Ok(aggregator)
+                    })
+                    .await
+                    .map_err(|e| Error::io("summary task", std::io::Error::other(e)))?
+                    .map_err(|e| Error::io(format!("read {}", local_data.display()), e))?;
+                Ok((
+                    aggregator,
+                    ExecOutput {
+                        exit_code: Some(0),
+                        ..Default::default()
+                    },
+                ))
             }
         }
     };
@@ -305,7 +394,9 @@ async fn record_and_summarize(
             return Err(e);
         }
     };
-    let lost = perf::parse_record_report(&script_out.stderr).lost_chunks.or(report.lost_chunks);
+    let lost = perf::parse_record_report(&script_out.stderr)
+        .lost_chunks
+        .or(report.lost_chunks);
     let Outcome {
         summary,
         events_folded,
@@ -348,7 +439,8 @@ async fn record_and_summarize(
         crate::duration::human(recording.window),
         thousands(summary.total_events)
     );
-    let sub = subtitle(target, 0, settings.call_graph.perf_arg()).replace(" · 0 Hz", " · every event");
+    let sub =
+        subtitle(target, 0, settings.call_graph.perf_arg()).replace(" · 0 Hz", " · every event");
     write_svg(
         &events_folded,
         &SvgSpec {
@@ -384,22 +476,38 @@ async fn record_and_summarize(
         settings.config.name,
         settings.config.source,
         crate::duration::human(recording.window),
-        if recording.interrupted { ", stopped early by Ctrl-C" } else { "" }
+        if recording.interrupted {
+            ", stopped early by Ctrl-C"
+        } else {
+            ""
+        }
     );
     let mut summary_text = render_text(&summary, &header);
+    summary_text.insert_str(
+        header.len() + 1,
+        &format!("via {}\n", target.mode_description()),
+    );
     if !notes.is_empty() {
         summary_text.push_str("\nnotes:\n");
         for note in &notes {
             summary_text.push_str(&format!("  - {note}\n"));
         }
     }
-    std::fs::write(stem.path("txt"), &summary_text).map_err(|e| Error::io(format!("write {}", stem.path("txt").display()), e))?;
+    std::fs::write(stem.path("txt"), &summary_text)
+        .map_err(|e| Error::io(format!("write {}", stem.path("txt").display()), e))?;
     if settings.keep_script {
         extensions.push("script");
     }
     timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
 
-    let mut manifest = manifest_for(target, "offcpu", &settings.target, recording.window, settings.duration, recording.interrupted);
+    let mut manifest = manifest_for(
+        target,
+        "offcpu",
+        &settings.target,
+        recording.window,
+        settings.duration,
+        recording.interrupted,
+    );
     manifest.events = checked.events.clone();
     manifest.call_graph = settings.call_graph.perf_arg().into();
     manifest.config = Some(settings.config.source.clone());
@@ -426,7 +534,11 @@ async fn record_and_summarize(
 /// How perf prints an event in `perf script`: without a `:u`/`:k` modifier.
 fn perf_event_name(event: &str) -> String {
     match event.rsplit_once(':') {
-        Some((base, modifier)) if !modifier.is_empty() && modifier.chars().all(|c| "ukhGHpPS".contains(c)) && !base.is_empty() => {
+        Some((base, modifier))
+            if !modifier.is_empty()
+                && modifier.chars().all(|c| "ukhGHpPS".contains(c))
+                && !base.is_empty() =>
+        {
             base.to_string()
         }
         _ => event.to_string(),

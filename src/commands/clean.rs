@@ -115,6 +115,42 @@ pub fn age_text(age: std::time::Duration) -> String {
     out
 }
 
+/// `devprof clean --containers`: removes profiler sidecars a killed devprof left behind
+/// (they also remove themselves once their lifetime ends).
+pub async fn remove_sidecars(dry_run: bool, json: bool) -> Result<()> {
+    let docker = crate::docker::Docker::connect().await?;
+    let leftovers = docker
+        .containers_with_label(crate::docker::SIDECAR_LABEL)
+        .await?;
+    let verb = if dry_run { "would remove" } else { "removed" };
+    for container in &leftovers {
+        if !dry_run {
+            docker.remove_container(&container.id).await;
+        }
+        if !json {
+            println!(
+                "{verb} sidecar {} ({}, {})",
+                container.name,
+                container.short_id(),
+                container.state
+            );
+        }
+    }
+    if json {
+        let names: Vec<&str> = leftovers.iter().map(|c| c.name.as_str()).collect();
+        println!(
+            "{}",
+            serde_json::json!({ "dry_run": dry_run, "containers": names })
+        );
+    } else if leftovers.is_empty() {
+        println!("no devprof sidecar containers");
+    } else {
+        println!("{verb} {} sidecar container(s)", leftovers.len());
+    }
+    Ok(())
+}
+
+
 #[cfg(test)]
 mod tests {
     use super::*;

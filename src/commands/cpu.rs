@@ -56,6 +56,9 @@ pub fn human_summary(outcome: &CpuOutcome) -> String {
         m.events.join(","),
         m.frequency_hz
     ));
+    if let Some(mode) = &m.capture_mode {
+        out.push_str(&format!("via {mode}\n"));
+    }
     if !m.top_functions.is_empty() {
         out.push_str("heaviest functions (self samples):\n");
         for (name, count) in m.top_functions.iter().take(5) {

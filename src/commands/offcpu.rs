@@ -12,7 +12,10 @@ pub async fn run(args: OffcpuArgs, output_dir: PathBuf, interrupts: &mut Interru
     let settings = OffcpuSettings::from_args(args, output_dir)?;
     let outcome = run_offcpu(&settings, interrupts).await?;
     if settings.json {
-        println!("{}", serde_json::to_string_pretty(&json_summary(&outcome)).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json_summary(&outcome)).unwrap_or_default()
+        );
     } else {
         print!("{}", human_summary(&outcome));
     }
@@ -39,7 +42,11 @@ fn human_summary(outcome: &OffcpuOutcome) -> String {
     let mut out = outcome.summary_text.clone();
     out.push_str("\nfiles written:\n");
     for (path, bytes) in &outcome.files {
-        out.push_str(&format!("  {:>10}  {}\n", human_bytes(*bytes), path.display()));
+        out.push_str(&format!(
+            "  {:>10}  {}\n",
+            human_bytes(*bytes),
+            path.display()
+        ));
     }
     for (path, _) in &outcome.files {
         let name = path.to_string_lossy();

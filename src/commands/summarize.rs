@@ -36,9 +36,18 @@ pub fn run(args: SummarizeArgs) -> Result<()> {
         });
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome.summary).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome.summary).unwrap_or_default()
+        );
     } else {
-        print!("{}", render_text(&outcome.summary, &format!("{} (fast-mode summary)", path.display())));
+        print!(
+            "{}",
+            render_text(
+                &outcome.summary,
+                &format!("{} (fast-mode summary)", path.display())
+            )
+        );
     }
     eprintln!(
         "{} records in {elapsed:.3} s ({:.0} events/s)",

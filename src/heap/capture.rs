@@ -116,7 +116,8 @@ pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> R
         }
     };
     timings.insert("obtain".to_string(), t.elapsed().as_millis() as u64);
-    if interrupts.pending() && obtained.window.is_none() {
+    // A Ctrl-C not spent on ending the window: stop before writing anything.
+    if interrupts.pending() {
         return Err(Error::Interrupted);
     }
 
@@ -124,16 +125,10 @@ pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> R
     let dir = store::container_dir(&settings.output_dir, &target.container.name);
     let stem = Stem::reserve(&dir, "heap", Local::now())?;
     let mut downloaded = Vec::new();
-    let result = analyse(
-        &target,
-        &obtained,
-        settings,
-        &stem,
-        &mut downloaded,
-        &mut timings,
-        &mut warnings,
-    )
-    .await;
+    let result = tokio::select! {
+        r = analyse(&target, &obtained, settings, &stem, &mut downloaded, &mut timings, &mut warnings) => r,
+        _ = interrupts.next() => Err(Error::Interrupted),
+    };
     match result {
         Ok((manifest, manifest_path, files, report)) => Ok(HeapOutcome {
             manifest,
@@ -887,6 +882,10 @@ async fn fetch_modules(
         let present =
             std::fs::symlink_metadata(&local).is_ok_and(|m| m.is_file() && m.len() == size);
         if !present {
+            // A partial copy from an interrupted run: this cache is devprof's own.
+            if std::fs::symlink_metadata(&local).is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(&local);
+            }
             let entry = PathBuf::from(basename(path));
             let rel = relative.clone();
             let fetched = target

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 /// The shipped configs, by file name.
 pub const BUILT_IN: &[(&str, &str)] = &[
-    ("offcpu-events.conf", include_str!("../../profiling-configs/offcpu-events.conf")),
+    (
+        "offcpu-events.conf",
+        include_str!("../../profiling-configs/offcpu-events.conf"),
+    ),
     (
         "offcpu-events-contextswitches.conf",
         include_str!("../../profiling-configs/offcpu-events-contextswitches.conf"),
@@ -42,7 +45,11 @@ pub fn parse_events(text: &str) -> Vec<String> {
             continue;
         }
         // A line may hold several comma- or space-separated events.
-        for event in line.split([',', ' ', '\t']).map(str::trim).filter(|e| !e.is_empty()) {
+        for event in line
+            .split([',', ' ', '\t'])
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+        {
             if !events.iter().any(|e| e == event) {
                 events.push(event.to_string());
             }
@@ -72,9 +79,13 @@ pub fn load(spec: Option<&str>, dirs: &[PathBuf]) -> Result<EventConfig, String>
     let spec = spec.unwrap_or(DEFAULT_CONFIG);
     let as_path = Path::new(spec);
     if spec.contains('/') || (as_path.is_file() && !dirs.iter().any(|d| d.join(spec).is_file())) {
-        let text = std::fs::read_to_string(as_path).map_err(|e| format!("cannot read config {spec}: {e}"))?;
+        let text = std::fs::read_to_string(as_path)
+            .map_err(|e| format!("cannot read config {spec}: {e}"))?;
         return Ok(EventConfig {
-            name: as_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| spec.to_string()),
+            name: as_path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| spec.to_string()),
             source: as_path.display().to_string(),
             events: parse_events(&text),
         });
@@ -84,7 +95,8 @@ pub fn load(spec: Option<&str>, dirs: &[PathBuf]) -> Result<EventConfig, String>
         for name in &names {
             let path = dir.join(name);
             if path.is_file() {
-                let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
                 return Ok(EventConfig {
                     name: name.clone(),
                     source: path.display().to_string(),
@@ -120,7 +132,10 @@ pub fn load(spec: Option<&str>, dirs: &[PathBuf]) -> Result<EventConfig, String>
         if dirs.is_empty() {
             "no directory".to_string()
         } else {
-            dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         },
         known.join(", ")
     ))
@@ -133,12 +148,16 @@ mod tests {
     #[test]
     fn comments_anywhere_and_blank_lines_are_ignored() {
         let text = "# header\n\nsched:sched_switch   # trailing\n  major-faults\n#syscalls:sys_enter_read\nmajor-faults\n";
-        assert_eq!(parse_events(text), vec!["sched:sched_switch", "major-faults"]);
+        assert_eq!(
+            parse_events(text),
+            vec!["sched:sched_switch", "major-faults"]
+        );
     }
 
     #[test]
     fn shipped_configs_hold_exactly_the_issue_events() {
-        let events = |name: &str| parse_events(BUILT_IN.iter().find(|(f, _)| *f == name).unwrap().1);
+        let events =
+            |name: &str| parse_events(BUILT_IN.iter().find(|(f, _)| *f == name).unwrap().1);
         assert_eq!(
             events("offcpu-events.conf"),
             vec![
@@ -166,8 +185,16 @@ mod tests {
 
     #[test]
     fn short_names_file_names_and_paths_all_resolve() {
-        for spec in ["pagefaults", "pagefaults.conf", "offcpu-events-pagefaults.conf"] {
-            assert_eq!(load(Some(spec), &[]).unwrap().name, "offcpu-events-pagefaults.conf", "{spec}");
+        for spec in [
+            "pagefaults",
+            "pagefaults.conf",
+            "offcpu-events-pagefaults.conf",
+        ] {
+            assert_eq!(
+                load(Some(spec), &[]).unwrap().name,
+                "offcpu-events-pagefaults.conf",
+                "{spec}"
+            );
         }
         assert_eq!(load(None, &[]).unwrap().name, DEFAULT_CONFIG);
         let dir = tempfile::tempdir().unwrap();
@@ -182,7 +209,11 @@ mod tests {
     #[test]
     fn a_directory_copy_wins_over_the_built_in_one() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("offcpu-events-pagefaults.conf"), "major-faults\n").unwrap();
+        std::fs::write(
+            dir.path().join("offcpu-events-pagefaults.conf"),
+            "major-faults\n",
+        )
+        .unwrap();
         let config = load(Some("pagefaults"), &[dir.path().to_path_buf()]).unwrap();
         assert_eq!(config.events, vec!["major-faults"]);
     }
@@ -190,6 +221,10 @@ mod tests {
     #[test]
     fn unknown_config_lists_the_available_ones() {
         let err = load(Some("nope"), &[]).unwrap_err();
-        assert!(err.contains("no event config 'nope'") && err.contains("offcpu-events-iobandwidth.conf"), "{err}");
+        assert!(
+            err.contains("no event config 'nope'")
+                && err.contains("offcpu-events-iobandwidth.conf"),
+            "{err}"
+        );
     }
 }

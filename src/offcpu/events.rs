@@ -56,8 +56,13 @@ pub struct CheckedEvents {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventProblem {
-    Unknown { event: String, suggestion: Option<String> },
-    NoneLeft { skipped: Vec<(String, String)> },
+    Unknown {
+        event: String,
+        suggestion: Option<String>,
+    },
+    NoneLeft {
+        skipped: Vec<(String, String)>,
+    },
 }
 
 /// Sorts `wanted` into usable, skipped (the kernel is too old or lacks it) and unknown.
@@ -82,7 +87,10 @@ pub fn check_events(
         }
         if let Some((_, since)) = VERSIONED_TRACEPOINTS.iter().find(|(name, _)| *name == base) {
             let why = if kernel < *since {
-                format!("needs kernel {}.{} or newer; this one is {}.{}", since.0, since.1, kernel.0, kernel.1)
+                format!(
+                    "needs kernel {}.{} or newer; this one is {}.{}",
+                    since.0, since.1, kernel.0, kernel.1
+                )
             } else {
                 "this kernel does not provide it (syscall tracepoints compiled out?)".to_string()
             };
@@ -104,7 +112,9 @@ pub fn check_events(
 fn split_modifier(event: &str) -> (&str, &str) {
     if let Some((base, modifier)) = event.rsplit_once(':') {
         let is_modifier = !modifier.is_empty() && modifier.chars().all(|c| "ukhGHpPS".contains(c));
-        let known_base = base.matches(':').count() == 1 || SOFTWARE_EVENTS.contains(&base) || HARDWARE_EVENTS.contains(&base);
+        let known_base = base.matches(':').count() == 1
+            || SOFTWARE_EVENTS.contains(&base)
+            || HARDWARE_EVENTS.contains(&base);
         if is_modifier && !base.is_empty() && known_base {
             return (base, modifier);
         }
@@ -133,7 +143,11 @@ fn edit_distance(a: &str, b: &str) -> usize {
         let mut current = vec![i + 1];
         for (j, cb) in b.iter().enumerate() {
             let cost = usize::from(ca != *cb);
-            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
+            current.push(
+                (previous[j] + cost)
+                    .min(previous[j + 1] + 1)
+                    .min(current[j] + 1),
+            );
         }
         previous = current;
     }
@@ -142,7 +156,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// `5.15.0-91-generic` -> (5, 15).
 pub fn kernel_version(release: &str) -> (u32, u32) {
-    let mut parts = release.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty());
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|p| !p.is_empty());
     let major = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
     let minor = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
     (major, minor)
@@ -153,10 +169,16 @@ mod tests {
     use super::*;
 
     fn tracepoints() -> Vec<String> {
-        ["syscalls:sys_enter_futex", "syscalls:sys_exit_futex", "sched:sched_switch", "syscalls:sys_enter_fsync", "block:block_rq_issue"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        [
+            "syscalls:sys_enter_futex",
+            "syscalls:sys_exit_futex",
+            "sched:sched_switch",
+            "syscalls:sys_enter_fsync",
+            "block:block_rq_issue",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
     }
 
     fn owned(v: &[&str]) -> Vec<String> {
@@ -165,7 +187,8 @@ mod tests {
 
     #[test]
     fn unknown_event_is_named_with_the_closest_real_one() {
-        let err = check_events(&owned(&["sched:sched_swich"]), &tracepoints(), (6, 18)).unwrap_err();
+        let err =
+            check_events(&owned(&["sched:sched_swich"]), &tracepoints(), (6, 18)).unwrap_err();
         assert_eq!(
             err,
             EventProblem::Unknown {
@@ -174,13 +197,19 @@ mod tests {
             }
         );
         let err = check_events(&owned(&["major-fault"]), &tracepoints(), (6, 18)).unwrap_err();
-        assert!(matches!(err, EventProblem::Unknown { suggestion: Some(ref s), .. } if s == "major-faults"));
+        assert!(
+            matches!(err, EventProblem::Unknown { suggestion: Some(ref s), .. } if s == "major-faults")
+        );
     }
 
     #[test]
     fn events_newer_than_the_kernel_are_skipped_with_a_reason() {
         let checked = check_events(
-            &owned(&["syscalls:sys_enter_futex", "syscalls:sys_enter_futex_waitv", "syscalls:sys_enter_futex_wait"]),
+            &owned(&[
+                "syscalls:sys_enter_futex",
+                "syscalls:sys_enter_futex_waitv",
+                "syscalls:sys_enter_futex_wait",
+            ]),
             &tracepoints(),
             (5, 15),
         )
@@ -193,13 +222,23 @@ mod tests {
 
     #[test]
     fn nothing_left_is_an_error() {
-        let err = check_events(&owned(&["syscalls:sys_enter_futex_waitv"]), &tracepoints(), (5, 10)).unwrap_err();
+        let err = check_events(
+            &owned(&["syscalls:sys_enter_futex_waitv"]),
+            &tracepoints(),
+            (5, 10),
+        )
+        .unwrap_err();
         assert!(matches!(err, EventProblem::NoneLeft { ref skipped } if skipped.len() == 1));
     }
 
     #[test]
     fn software_events_and_modifiers_pass() {
-        let checked = check_events(&owned(&["major-faults", "minor-faults:u", "sched:sched_switch"]), &tracepoints(), (6, 18)).unwrap();
+        let checked = check_events(
+            &owned(&["major-faults", "minor-faults:u", "sched:sched_switch"]),
+            &tracepoints(),
+            (6, 18),
+        )
+        .unwrap();
         assert_eq!(checked.events.len(), 3);
     }
 

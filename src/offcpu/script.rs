@@ -14,14 +14,22 @@ impl Frame {
     /// Kernel frames carry `[kernel.kallsyms]` or a `[module]` as their dso.
     pub fn is_kernel(&self) -> bool {
         self.dso.starts_with('[')
-            && !matches!(self.dso.as_str(), "[unknown]" | "[vdso]" | "[vsyscall]" | "[heap]" | "[stack]")
+            && !matches!(
+                self.dso.as_str(),
+                "[unknown]" | "[vdso]" | "[vsyscall]" | "[heap]" | "[stack]"
+            )
             && !self.dso.starts_with("[anon")
     }
 
     /// A printable name: the symbol, or `[module]` when perf could not name it.
     pub fn name(&self) -> String {
         if self.symbol == "[unknown]" || self.symbol.is_empty() {
-            let module = self.dso.rsplit('/').next().unwrap_or(&self.dso).trim_matches(|c| c == '[' || c == ']');
+            let module = self
+                .dso
+                .rsplit('/')
+                .next()
+                .unwrap_or(&self.dso)
+                .trim_matches(|c| c == '[' || c == ']');
             format!("[{module}]")
         } else {
             crate::fold::demangle_frame(&self.symbol)
@@ -56,7 +64,10 @@ pub struct Sample<'a> {
 
 impl Sample<'_> {
     pub fn syscall_return(&self) -> Option<i64> {
-        self.fields.as_ref().and_then(|f| f.ret).or_else(|| syscall_return(self.trace))
+        self.fields
+            .as_ref()
+            .and_then(|f| f.ret)
+            .or_else(|| syscall_return(self.trace))
     }
 
     pub fn prev_state(&self) -> Option<String> {
@@ -68,10 +79,12 @@ impl Sample<'_> {
 
     /// `254,0 WS 4096 () 4202624 + 8 [comm]`: the third field of block_rq_* is bytes.
     pub fn block_bytes(&self) -> Option<u64> {
-        self.fields
-            .as_ref()
-            .and_then(|f| f.bytes)
-            .or_else(|| self.trace.split_whitespace().nth(2).and_then(|b| b.parse().ok()))
+        self.fields.as_ref().and_then(|f| f.bytes).or_else(|| {
+            self.trace
+                .split_whitespace()
+                .nth(2)
+                .and_then(|b| b.parse().ok())
+        })
     }
 }
 
@@ -79,7 +92,11 @@ impl Sample<'_> {
 pub enum Record<'a> {
     Sample(Sample<'a>),
     /// A PERF_RECORD_SWITCH side-band record: the thread went off (`out`) or on the CPU.
-    Switch { tid: u32, time_ns: u64, out: bool },
+    Switch {
+        tid: u32,
+        time_ns: u64,
+        out: bool,
+    },
 }
 
 /// Reads `perf script` text and calls `on_record` for every sample and switch record.
@@ -150,10 +167,20 @@ fn parse_header<'a>(header: &'a str, frames: &'a [Frame]) -> Option<Record<'a>> 
     let (comm_end, pid, tid, after_ids) = loop {
         let rel = text[search_from..].find('/')?;
         let slash = search_from + rel;
-        let start = text[..slash].rfind(char::is_whitespace).map(|i| i + 1).unwrap_or(0);
-        let end = text[slash..].find(char::is_whitespace).map(|i| slash + i).unwrap_or(text.len());
+        let start = text[..slash]
+            .rfind(char::is_whitespace)
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        let end = text[slash..]
+            .find(char::is_whitespace)
+            .map(|i| slash + i)
+            .unwrap_or(text.len());
         let (p, t) = (&text[start..slash], &text[slash + 1..end]);
-        if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        if !p.is_empty()
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && !t.is_empty()
+            && t.bytes().all(|b| b.is_ascii_digit())
+        {
             break (start, p.parse().ok()?, t.parse().ok()?, end);
         }
         search_from = slash + 1;

@@ -28,17 +28,26 @@ impl Group {
             .or_else(|| event.strip_prefix("syscalls:sys_exit_"));
         match syscall {
             Some(name) if name.starts_with("futex") => return Group::LockContention,
-            Some("read" | "write" | "pread64" | "pwrite64" | "readv" | "writev" | "preadv" | "pwritev" | "preadv2" | "pwritev2") => {
-                return Group::SyscallIo
+            Some(
+                "read" | "write" | "pread64" | "pwrite64" | "readv" | "writev" | "preadv"
+                | "pwritev" | "preadv2" | "pwritev2",
+            ) => return Group::SyscallIo,
+            Some("fsync" | "fdatasync" | "sync_file_range" | "sync" | "syncfs") => {
+                return Group::DiskSync
             }
-            Some("fsync" | "fdatasync" | "sync_file_range" | "sync" | "syncfs") => return Group::DiskSync,
             _ => {}
         }
         match event.split_once(':').map(|(system, _)| system) {
             Some("sched") => Group::Scheduler,
             Some("block") => Group::BlockIo,
             Some("vmscan") => Group::MemoryPressure,
-            _ if matches!(event, "major-faults" | "minor-faults" | "page-faults" | "faults") => Group::PageFaults,
+            _ if matches!(
+                event,
+                "major-faults" | "minor-faults" | "page-faults" | "faults"
+            ) =>
+            {
+                Group::PageFaults
+            }
             _ => Group::Other,
         }
     }
@@ -218,7 +227,12 @@ impl Aggregator {
 
     /// User frames root first, joined with `;`.
     fn user_stack(&mut self, frames: &[Frame]) -> String {
-        let names: Vec<String> = frames.iter().rev().filter(|f| !f.is_kernel()).map(|f| self.frame_name(f)).collect();
+        let names: Vec<String> = frames
+            .iter()
+            .rev()
+            .filter(|f| !f.is_kernel())
+            .map(|f| self.frame_name(f))
+            .collect();
         names.join(";")
     }
 
@@ -243,9 +257,16 @@ impl Aggregator {
                 self.saw_sched_switch = true;
                 let state = s.prev_state().unwrap_or_else(|| "?".to_string());
                 *self.sched_states.entry(state).or_default() += 1;
-                let stack = if user.is_empty() { comm.clone() } else { format!("{comm};{user}") };
+                let stack = if user.is_empty() {
+                    comm.clone()
+                } else {
+                    format!("{comm};{user}")
+                };
                 self.off_pending.insert(s.tid, (s.time_ns, stack));
-                let thread = self.off_threads.entry(s.tid).or_insert_with(|| (comm.clone(), 0, 0));
+                let thread = self
+                    .off_threads
+                    .entry(s.tid)
+                    .or_insert_with(|| (comm.clone(), 0, 0));
                 thread.0 = comm;
                 thread.2 += 1;
             }
@@ -278,7 +299,9 @@ impl Aggregator {
                     stat.bytes += bytes as u64;
                     // Each exit is attributed to the stack of its own enter; without the
                     // enter (not recorded), to the exit's own stack.
-                    let function = pending.map(|(_, f)| f).unwrap_or_else(|| io_function(s.frames, user));
+                    let function = pending
+                        .map(|(_, f)| f)
+                        .unwrap_or_else(|| io_function(s.frames, user));
                     self.io_functions.entry(function).or_default().0 += bytes as u64;
                 }
                 _ => stat.errors += 1,
@@ -298,7 +321,8 @@ impl Aggregator {
 
     /// Seconds between the first and the last record seen.
     pub fn span_s(&self) -> f64 {
-        self.first_ns.map_or(0.0, |first| (self.last_ns - first) as f64 / 1e9)
+        self.first_ns
+            .map_or(0.0, |first| (self.last_ns - first) as f64 / 1e9)
     }
 
     /// Closes the pass. `window_s` is the real capture duration; `lost_chunks` what perf
@@ -335,7 +359,9 @@ impl Aggregator {
             }
         });
         let bandwidth = self.bandwidth(window_s);
-        let off_cpu_folded = self.saw_sched_switch.then(|| Folded::from_pairs(self.off_stacks.iter().map(|(s, ns)| (s.clone(), ns / 1000))));
+        let off_cpu_folded = self.saw_sched_switch.then(|| {
+            Folded::from_pairs(self.off_stacks.iter().map(|(s, ns)| (s.clone(), ns / 1000)))
+        });
         Outcome {
             summary: Summary {
                 mode: self.mode,
@@ -355,7 +381,10 @@ impl Aggregator {
     fn group_summaries(&self, window_s: f64) -> Vec<GroupSummary> {
         let mut by_group: BTreeMap<Group, Vec<(String, u64)>> = BTreeMap::new();
         for (event, count) in &self.counts {
-            by_group.entry(Group::of(event)).or_default().push((event.clone(), *count));
+            by_group
+                .entry(Group::of(event))
+                .or_default()
+                .push((event.clone(), *count));
         }
         by_group
             .into_iter()
@@ -384,8 +413,20 @@ impl Aggregator {
     }
 
     fn reading(&self, group: Group, events: &[(String, u64)], window_s: f64) -> String {
-        let sum = |filter: &dyn Fn(&str) -> bool| events.iter().filter(|(e, _)| filter(e)).map(|(_, c)| c).sum::<u64>();
-        let per_s = |n: u64| if window_s > 0.0 { n as f64 / window_s } else { 0.0 };
+        let sum = |filter: &dyn Fn(&str) -> bool| {
+            events
+                .iter()
+                .filter(|(e, _)| filter(e))
+                .map(|(_, c)| c)
+                .sum::<u64>()
+        };
+        let per_s = |n: u64| {
+            if window_s > 0.0 {
+                n as f64 / window_s
+            } else {
+                0.0
+            }
+        };
         match group {
             Group::LockContention => {
                 let entered = sum(&|e| e.starts_with("syscalls:sys_enter_"));
@@ -394,7 +435,9 @@ impl Aggregator {
                 if returned > 0 {
                     text.push_str(&format!(", {returned} returned"));
                 }
-                text.push_str(": threads waiting for or waking each other at locks, condvars or parkers");
+                text.push_str(
+                    ": threads waiting for or waking each other at locks, condvars or parkers",
+                );
                 text
             }
             Group::SyscallIo => {
@@ -477,18 +520,32 @@ impl Aggregator {
         let mut read = IoStat::default();
         let mut written = IoStat::default();
         for (name, stat) in &self.io {
-            let side = if name.contains("read") { &mut read } else { &mut written };
+            let side = if name.contains("read") {
+                &mut read
+            } else {
+                &mut written
+            };
             side.calls += stat.calls;
             side.completed += stat.completed;
             side.bytes += stat.bytes;
             side.errors += stat.errors;
         }
-        let mut functions: Vec<(String, u64, u64)> = self.io_functions.iter().map(|(f, (b, c))| (f.clone(), *b, *c)).collect();
+        let mut functions: Vec<(String, u64, u64)> = self
+            .io_functions
+            .iter()
+            .map(|(f, (b, c))| (f.clone(), *b, *c))
+            .collect();
         functions.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
         let top_by_bytes: Vec<_> = functions.iter().take(TOP_FUNCTIONS).cloned().collect();
         functions.sort_by(|a, b| b.2.cmp(&a.2).then(b.1.cmp(&a.1)).then(a.0.cmp(&b.0)));
         let top_by_calls: Vec<_> = functions.into_iter().take(TOP_FUNCTIONS).collect();
-        let rate = |bytes: u64| if window_s > 0.0 { bytes as f64 / window_s } else { 0.0 };
+        let rate = |bytes: u64| {
+            if window_s > 0.0 {
+                bytes as f64 / window_s
+            } else {
+                0.0
+            }
+        };
         Some(Bandwidth {
             read_bytes_per_s: rate(read.bytes),
             write_bytes_per_s: rate(written.bytes),
@@ -506,20 +563,37 @@ impl Aggregator {
 fn io_function(frames: &[Frame], user_stack: &str) -> String {
     let is_system_lib = |dso: &str| {
         let base = dso.rsplit('/').next().unwrap_or(dso);
-        ["libc.so", "libc-", "libpthread", "ld-linux", "libstdc++", "libgcc_s", "libm.so", "librt"]
-            .iter()
-            .any(|p| base.starts_with(p))
+        [
+            "libc.so",
+            "libc-",
+            "libpthread",
+            "ld-linux",
+            "libstdc++",
+            "libgcc_s",
+            "libm.so",
+            "librt",
+        ]
+        .iter()
+        .any(|p| base.starts_with(p))
     };
     let is_std = |name: &str| {
         let n = name.trim_start_matches('<');
-        ["std::", "core::", "alloc::", "__"].iter().any(|p| n.starts_with(p))
+        ["std::", "core::", "alloc::", "__"]
+            .iter()
+            .any(|p| n.starts_with(p))
     };
     frames
         .iter()
         .filter(|f| !f.is_kernel() && !is_system_lib(&f.dso))
         .map(|f| f.name())
         .find(|name| !is_std(name) && !name.starts_with('['))
-        .or_else(|| user_stack.rsplit(';').next().filter(|s| !s.is_empty()).map(str::to_string))
+        .or_else(|| {
+            user_stack
+                .rsplit(';')
+                .next()
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        })
         .unwrap_or_else(|| "[no stack]".to_string())
 }
 
@@ -576,7 +650,11 @@ pub fn render_text(summary: &Summary, header: &str) -> String {
         }
     }
     if let Some(off) = &summary.off_cpu {
-        let _ = writeln!(out, "\noff-CPU time per thread (switch-out to switch-in; window {:.1} s):", summary.window_s);
+        let _ = writeln!(
+            out,
+            "\noff-CPU time per thread (switch-out to switch-in; window {:.1} s):",
+            summary.window_s
+        );
         for t in off.threads.iter().take(20) {
             let _ = writeln!(
                 out,
@@ -592,7 +670,13 @@ pub fn render_text(summary: &Summary, header: &str) -> String {
         }
     }
     if let Some(b) = &summary.bandwidth {
-        let avg = |s: &IoStat| if s.completed > s.errors { s.bytes / (s.completed - s.errors) } else { 0 };
+        let avg = |s: &IoStat| {
+            if s.completed > s.errors {
+                s.bytes / (s.completed - s.errors)
+            } else {
+                0
+            }
+        };
         let _ = writeln!(out, "\nI/O bandwidth (bytes from syscall return values):");
         let _ = writeln!(
             out,
@@ -612,11 +696,19 @@ pub fn render_text(summary: &Summary, header: &str) -> String {
         );
         let _ = writeln!(out, "  top functions by bytes:");
         for (f, bytes, calls) in &b.top_by_bytes {
-            let _ = writeln!(out, "    {:>10}  {calls:>8} calls  {f}", human_bytes(*bytes));
+            let _ = writeln!(
+                out,
+                "    {:>10}  {calls:>8} calls  {f}",
+                human_bytes(*bytes)
+            );
         }
         let _ = writeln!(out, "  top functions by calls:");
         for (f, bytes, calls) in &b.top_by_calls {
-            let _ = writeln!(out, "    {calls:>8} calls  {:>10}  {f}", human_bytes(*bytes));
+            let _ = writeln!(
+                out,
+                "    {calls:>8} calls  {:>10}  {f}",
+                human_bytes(*bytes)
+            );
         }
     }
     out

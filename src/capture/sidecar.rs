@@ -1,0 +1,197 @@
+//! Sidecar mode: profiling a container that has no perf or may not use it, without
+//! restarting or changing it. A short-lived container from the profiler image joins the
+//! target's PID namespace (`pid: container:<target>`) with the least privileges that let
+//! perf record there, tried in order; the target's binaries are read through
+//! /proc/<pid>/root. The sidecar is labelled, removes itself when its lifetime ends, and
+//! devprof removes it as soon as the capture is over.
+
+use super::{choose_process, Target};
+use crate::docker::{Docker, SidecarSpec};
+use crate::error::{Error, Result};
+use crate::perf::{self, ContainerFacts};
+use crate::target::{ContainerInfo, ProcessSelector};
+use std::time::Duration;
+
+/// The profiler image: perf, procps and binutils (`devprof build`; the test bed makes it).
+pub fn profiler_image() -> String {
+    std::env::var("DEVPROF_PROFILER_IMAGE")
+        .ok()
+        .filter(|i| !i.is_empty())
+        .unwrap_or_else(|| "devprof-profiler:latest".to_string())
+}
+
+/// A running sidecar and the privileges it was given.
+#[derive(Debug, Clone)]
+pub struct Sidecar {
+    pub info: ContainerInfo,
+    pub privileges: String,
+}
+
+/// One step of the privilege ladder.
+struct Tier {
+    cap_add: &'static [&'static str],
+    seccomp_unconfined: bool,
+    privileged: bool,
+    why: &'static str,
+}
+
+/// Least privilege first. PERFMON is enough on engines that know it; SYS_ADMIN stands in
+/// where they don't; the default seccomp profile allows perf_event_open with SYS_ADMIN
+/// only, so unconfined seccomp comes next; privileged is the last resort.
+const LADDER: &[Tier] = &[
+    Tier {
+        cap_add: &["PERFMON", "SYS_PTRACE", "SYSLOG", "IPC_LOCK"],
+        seccomp_unconfined: false,
+        privileged: false,
+        why: "CAP_PERFMON",
+    },
+    Tier {
+        cap_add: &["PERFMON", "SYS_PTRACE", "SYSLOG", "IPC_LOCK"],
+        seccomp_unconfined: true,
+        privileged: false,
+        why: "CAP_PERFMON with seccomp unconfined",
+    },
+    Tier {
+        cap_add: &["SYS_ADMIN", "SYS_PTRACE", "SYSLOG", "IPC_LOCK"],
+        seccomp_unconfined: false,
+        privileged: false,
+        why: "CAP_SYS_ADMIN (the engine rejects PERFMON, or PERFMON was not enough)",
+    },
+    Tier {
+        cap_add: &["SYS_ADMIN", "SYS_PTRACE", "SYSLOG", "IPC_LOCK"],
+        seccomp_unconfined: true,
+        privileged: false,
+        why: "CAP_SYS_ADMIN with seccomp unconfined",
+    },
+    Tier {
+        cap_add: &[],
+        seccomp_unconfined: false,
+        privileged: true,
+        why: "privileged (nothing less let perf record)",
+    },
+];
+
+/// Longest a sidecar lives, after the capture window, if devprof itself dies.
+const SPARE_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+pub async fn start(
+    docker: &Docker,
+    container: &ContainerInfo,
+    selector: &ProcessSelector,
+    needs_tracefs: bool,
+) -> Result<Target> {
+    let image = profiler_image();
+    if !docker.has_image(&image).await {
+        return Err(Error::ProfilerImageMissing {
+            container: container.name.clone(),
+            image,
+        });
+    }
+    let mut refusals: Vec<String> = Vec::new();
+    for tier in LADDER {
+        let spec = SidecarSpec {
+            image: image.clone(),
+            target_id: container.id.clone(),
+            cap_add: tier.cap_add.iter().map(|c| c.to_string()).collect(),
+            security_opt: if tier.seccomp_unconfined {
+                vec!["seccomp=unconfined".into()]
+            } else {
+                Vec::new()
+            },
+            privileged: tier.privileged,
+            binds: if needs_tracefs {
+                vec!["/sys/kernel/tracing:/sys/kernel/tracing".into()]
+            } else {
+                Vec::new()
+            },
+            lifetime: SPARE_LIFETIME + Duration::from_secs(6 * 3600),
+        };
+        let info = match docker.start_sidecar(&spec).await {
+            Ok(info) => info,
+            Err(e) => {
+                refusals.push(format!("{}: {}", tier.why, first_line(&e.to_string())));
+                continue;
+            }
+        };
+        let shell = docker.shell(&info);
+        match try_tier(&shell, container, selector).await {
+            Ok((facts, perf_tool, process, access)) => {
+                if tier.privileged || tier.cap_add.contains(&"SYS_ADMIN") {
+                    eprintln!("note: the sidecar needed {}", tier.why);
+                }
+                return Ok(Target {
+                    shell,
+                    container: container.clone(),
+                    facts,
+                    perf: perf_tool,
+                    process,
+                    access,
+                    sidecar: Some(Sidecar {
+                        info,
+                        privileges: privileges_text(tier),
+                    }),
+                });
+            }
+            Err(e) => {
+                docker.remove_container(&info.id).await;
+                match e {
+                    Error::PerfDenied { .. } => {
+                        refusals.push(format!("{}: {}", tier.why, first_line(&e.to_string())))
+                    }
+                    other => return Err(other),
+                }
+            }
+        }
+    }
+    Err(Error::PerfFailed {
+        container: container.name.clone(),
+        step: "profiler sidecar".into(),
+        detail: format!(
+            "perf could not record from a sidecar at any privilege level:\n    {}",
+            refusals.join("\n    ")
+        ),
+    })
+}
+
+async fn try_tier(
+    shell: &crate::docker::Shell,
+    container: &ContainerInfo,
+    selector: &ProcessSelector,
+) -> Result<(
+    ContainerFacts,
+    perf::PerfTool,
+    crate::target::ProcInfo,
+    perf::Access,
+)> {
+    let facts = ContainerFacts::probe(shell).await?;
+    let perf_tool = perf::find_perf(shell, &facts)
+        .await
+        .map_err(|_| Error::PerfFailed {
+            container: container.name.clone(),
+            step: "profiler sidecar".into(),
+            detail: format!(
+                "the profiler image {} has no working perf; rebuild it with `devprof build`",
+                profiler_image()
+            ),
+        })?;
+    let process = choose_process(&facts, selector, &container.name)?;
+    let access = perf::check_access(shell, &perf_tool, &facts, process.pid).await?;
+    Ok((facts, perf_tool, process, access))
+}
+
+fn privileges_text(tier: &Tier) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if tier.privileged {
+        parts.push("privileged".into());
+    } else {
+        parts.push(format!("cap_add {}", tier.cap_add.join(",")));
+        if tier.seccomp_unconfined {
+            parts.push("seccomp=unconfined".into());
+        }
+    }
+    parts.join(", ")
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text)
+}

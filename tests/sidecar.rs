@@ -1,0 +1,201 @@
+//! Sidecar mode end to end: a demo node in a plain container (no perf, no added
+//! capabilities, Docker's default seccomp profile) profiled without changing it.
+
+mod common;
+
+use common::*;
+use predicates::prelude::*;
+use std::time::{Duration, Instant};
+
+fn plain_image() -> String {
+    std::env::var("DEVPROF_DEMO_PLAIN_IMAGE")
+        .unwrap_or_else(|_| "devprof-demo-plain:latest".to_string())
+}
+
+/// Names of the containers that carry devprof's sidecar label.
+fn sidecars() -> Vec<String> {
+    docker_ok(&[
+        "ps",
+        "-a",
+        "--filter",
+        "label=devprof.sidecar",
+        "--format",
+        "{{.Names}}",
+    ])
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+/// Sidecars started for one target (their label holds the target's id).
+fn sidecars_of(container: &str) -> Vec<String> {
+    let id = docker_ok(&["inspect", "-f", "{{.Id}}", container]);
+    docker_ok(&[
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label=devprof.sidecar={id}"),
+        "--format",
+        "{{.Names}}",
+    ])
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+fn start_plain(prefix: &str) -> ContainerGuard {
+    let name = unique(prefix);
+    let guard = run_container(
+        &name,
+        &["-e", "DEMO_WORKLOADS=hash_chain:90"],
+        &plain_image(),
+        &[],
+    );
+    // Let the node start its workload threads before the capture.
+    std::thread::sleep(Duration::from_secs(1));
+    guard
+}
+
+#[test]
+fn plain_container_is_profiled_from_a_sidecar_with_symbols_and_no_leftover() {
+    if !devnet_ready("plain_container_is_profiled_from_a_sidecar_with_symbols_and_no_leftover") {
+        return;
+    }
+    let plain = start_plain("devprof-test-plain");
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", &plain.0, "5"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "profiling from a sidecar container",
+        ))
+        .stdout(predicate::str::contains("via sidecar"));
+    let stem = only_capture(cwd.path(), &plain.0, "perf-");
+    let folded = devprof::fold::Folded::from_folded_text(
+        &std::fs::read_to_string(with_ext(&stem, "folded")).unwrap(),
+    );
+    assert!(folded.total() >= 2000, "only {} samples", folded.total());
+    let svg = std::fs::read_to_string(with_ext(&stem, "svg")).unwrap();
+    assert!(
+        svg.contains("demo_node::workloads::hash_chain"),
+        "hash_chain not symbolized through /proc/<pid>/root"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    let mode = manifest["capture_mode"].as_str().unwrap();
+    assert!(
+        mode.starts_with("sidecar") && mode.contains("cap_add"),
+        "{mode}"
+    );
+    assert!(
+        sidecars_of(&plain.0).is_empty(),
+        "sidecar left behind: {:?}",
+        sidecars_of(&plain.0)
+    );
+    // The target itself was not changed: still no perf, no added capabilities.
+    assert_eq!(
+        docker_ok(&["inspect", "-f", "{{.HostConfig.CapAdd}}", &plain.0]),
+        "[]"
+    );
+}
+
+#[test]
+fn exec_mode_on_a_container_without_perf_fails_and_writes_nothing() {
+    if !devnet_ready("exec_mode_on_a_container_without_perf_fails_and_writes_nothing") {
+        return;
+    }
+    let plain = start_plain("devprof-test-exec");
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", &plain.0, "5", "--mode", "exec"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("perf is not installed"));
+    assert!(files_under(cwd.path()).is_empty());
+    assert!(sidecars_of(&plain.0).is_empty());
+}
+
+#[test]
+fn sigint_mid_sidecar_capture_leaves_no_container_and_keeps_the_artifacts() {
+    if !devnet_ready("sigint_mid_sidecar_capture_leaves_no_container_and_keeps_the_artifacts") {
+        return;
+    }
+    let plain = start_plain("devprof-test-sigint");
+    let cwd = workdir();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("devprof"))
+        .args(["cpu", &plain.0, "30", "--mode", "sidecar"])
+        .current_dir(cwd.path())
+        .env_remove("DEVPROF_TARGET")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the sidecar exists and has had time to record.
+    let started = Instant::now();
+    while sidecars_of(&plain.0).is_empty() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(!sidecars_of(&plain.0).is_empty(), "no sidecar appeared");
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(30),
+            "devprof still running 30 s after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        status.success(),
+        "exit {status:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stem = only_capture(cwd.path(), &plain.0, "perf-");
+    let svg = std::fs::read_to_string(with_ext(&stem, "svg")).unwrap();
+    assert!(svg.trim_end().ends_with("</svg>") && svg.contains("hash_chain"));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    assert_eq!(manifest["interrupted"], true);
+    assert!(
+        sidecars_of(&plain.0).is_empty(),
+        "sidecar left behind after SIGINT"
+    );
+}
+
+#[test]
+fn clean_containers_removes_leftover_sidecars() {
+    if !devnet_ready("clean_containers_removes_leftover_sidecars") {
+        return;
+    }
+    // A leftover as a killed devprof would leave it: labelled, still running.
+    let name = unique("devprof-test-leftover");
+    let _guard = run_container(
+        &name,
+        &["--label", "devprof.sidecar=leftover-test"],
+        &base_image(),
+        &["sleep", "300"],
+    );
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["clean", "--containers", "--dry-run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(name.as_str()));
+    assert!(sidecars().contains(&name), "--dry-run removed it");
+    devprof(cwd.path())
+        .args(["clean", "--containers"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(name.as_str()));
+    assert!(!sidecars().contains(&name), "leftover sidecar still there");
+}
