@@ -348,26 +348,23 @@ pub fn aarch64_sets_up_frame_pointer(code: &[u8]) -> bool {
 
 /// Which jemalloc configuration variable the binary reads, from its read-only data.
 fn jemalloc_of<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) -> Jemalloc {
-    let mut unprefixed = false;
+    // jemalloc's messages start with "<jemalloc>: "; the variable's name alone could be
+    // any program quoting it (devprof does).
+    let (mut marker, mut prefixed, mut unprefixed) = (false, false, false);
     for section in file.sections() {
         let name = section.name().unwrap_or("");
         if !(name.starts_with(".rodata") || name == ".data.rel.ro") {
             continue;
         }
         let Ok(data) = section.data() else { continue };
-        if contains(data, b"_RJEM_MALLOC_CONF") {
-            return Jemalloc::Prefixed;
-        }
-        // jemalloc's own option parser also names "opt.prof"; MALLOC_CONF alone could
-        // be any program quoting it.
-        if contains(data, b"MALLOC_CONF") && contains(data, b"prof_prefix") {
-            unprefixed = true;
-        }
+        marker |= contains(data, b"<jemalloc>: ");
+        prefixed |= contains(data, b"_RJEM_MALLOC_CONF");
+        unprefixed |= contains(data, b"MALLOC_CONF");
     }
-    if unprefixed {
-        Jemalloc::Unprefixed
-    } else {
-        Jemalloc::None
+    match (marker, prefixed, unprefixed) {
+        (true, true, _) => Jemalloc::Prefixed,
+        (true, false, true) => Jemalloc::Unprefixed,
+        _ => Jemalloc::None,
     }
 }
 
