@@ -9,16 +9,20 @@
 
 pub mod analysis;
 pub mod archive;
+pub mod binary;
 pub mod capture;
 pub mod catalog;
 pub mod cli;
 pub mod commands;
+pub mod composefile;
 pub mod docker;
+pub mod doctor;
 pub mod duration;
 pub mod elf;
 pub mod error;
 pub mod fold;
 pub mod heap;
+pub mod imagebuild;
 pub mod loader;
 pub mod offcpu;
 pub mod perf;
@@ -27,10 +31,12 @@ pub mod pipe;
 pub mod progress;
 pub mod render;
 pub mod settings;
+pub mod setup_settings;
 pub mod signals;
 pub mod store;
 pub mod store_settings;
 pub mod target;
+pub mod units;
 
 pub use error::{exit, Error};
 
@@ -62,5 +68,8 @@ pub async fn run(cli: cli::Cli) -> Result<(), Error> {
                 .map_err(|e| Error::io("install signal handlers", e))?;
             commands::heap::run(args, cli.output_dir, &mut interrupts).await
         }
+        cli::Command::Build(args) => commands::build::run(args).await,
+        cli::Command::Compose(args) => commands::compose::run(args).await,
+        cli::Command::Doctor(args) => commands::doctor::run(args).await,
     }
 }

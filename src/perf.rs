@@ -274,6 +274,27 @@ pub fn diagnose_denial(facts: &ContainerFacts) -> Denial {
     Denial { missing, fixes }
 }
 
+/// The error for a perf command that failed: a denial explained from the container's
+/// facts when perf says it was not permitted, else perf's own words.
+pub fn failure(container: &str, step: &str, stderr: &str, facts: &ContainerFacts) -> Error {
+    let detail = first_error_line(stderr);
+    if is_permission_error(stderr) {
+        let denial = diagnose_denial(facts);
+        Error::PerfDenied {
+            container: container.to_string(),
+            detail,
+            missing: denial.missing,
+            fixes: denial.fixes,
+        }
+    } else {
+        Error::PerfFailed {
+            container: container.to_string(),
+            step: step.to_string(),
+            detail,
+        }
+    }
+}
+
 /// The sampling event to record: cycles where the CPU's PMU counts it, cpu-clock otherwise.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Access {
@@ -318,21 +339,12 @@ pub async fn check_access<S: ContainerShell>(
         }
     }
     if !out.success() {
-        let detail = first_error_line(&out.stderr);
-        if is_permission_error(&out.stderr) {
-            let denial = diagnose_denial(facts);
-            return Err(Error::PerfDenied {
-                container: shell.container().to_string(),
-                detail,
-                missing: denial.missing,
-                fixes: denial.fixes,
-            });
-        }
-        return Err(Error::PerfFailed {
-            container: shell.container().to_string(),
-            step: format!("trial `perf stat -p {pid}`"),
-            detail,
-        });
+        return Err(failure(
+            shell.container(),
+            &format!("trial `perf stat -p {pid}`"),
+            &out.stderr,
+            facts,
+        ));
     }
     let stats = parse_stat_csv(&out.stderr);
     let cycles_ok = stats.iter().any(|(name, status)| {

@@ -17,6 +17,7 @@ use crate::settings::CaptureMode;
 use crate::signals::Interrupts;
 use crate::store::Stem;
 use crate::target::{resolve_container, select_process, ContainerInfo, ProcInfo, ProcessSelector};
+pub use crate::units::thousands;
 use std::io::{BufRead, BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -307,33 +308,19 @@ pub async fn ensure_data_written(
     }
     stem.discard(&[]);
     let stderr = &recording.output.stderr;
-    let detail = perf::first_error_line(stderr);
     let container = shell.container().to_string();
-    Err(if perf::is_mlock_error(stderr) {
-        Error::PerfDenied {
+    if perf::is_mlock_error(stderr) {
+        return Err(Error::PerfDenied {
             container,
-            detail,
+            detail: perf::first_error_line(stderr),
             missing: vec!["locked memory for perf's ring buffer (other perf sessions of this user hold the budget)".into()],
             fixes: vec![
                 "add the capability IPC_LOCK (compose `cap_add: [IPC_LOCK]`), or raise `kernel.perf_event_mlock_kb` on the host, or run fewer perf sessions at once".into(),
             ],
-        }
-    } else if perf::is_permission_error(stderr) {
-        let facts = ContainerFacts::probe(shell).await.unwrap_or_default();
-        let denial = perf::diagnose_denial(&facts);
-        Error::PerfDenied {
-            container,
-            detail,
-            missing: denial.missing,
-            fixes: denial.fixes,
-        }
-    } else {
-        Error::PerfFailed {
-            container,
-            step: "perf record".into(),
-            detail,
-        }
-    })
+        });
+    }
+    let facts = ContainerFacts::probe(shell).await.unwrap_or_default();
+    Err(perf::failure(&container, "perf record", stderr, &facts))
 }
 
 /// Copies perf.data out of the container as `<stem>.data`.
@@ -398,18 +385,6 @@ where
     Ok((made, exec?))
 }
 
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 pub fn truncate(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         text.to_string()
@@ -426,12 +401,5 @@ mod tests {
     fn quotes_for_sh() {
         assert_eq!(quote("/tmp/a b"), "'/tmp/a b'");
         assert_eq!(quote("it's"), r"'it'\''s'");
-    }
-
-    #[test]
-    fn groups_thousands() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(4958), "4,958");
-        assert_eq!(thousands(1234567), "1,234,567");
     }
 }

@@ -160,23 +160,12 @@ async fn trial_events(target: &Target, events: &[String]) -> Result<()> {
     if out.success() {
         return Ok(());
     }
-    let detail = perf::first_error_line(&out.stderr);
-    let container = target.container.name.clone();
-    Err(if perf::is_permission_error(&out.stderr) {
-        let denial = perf::diagnose_denial(&target.facts);
-        Error::PerfDenied {
-            container,
-            detail,
-            missing: denial.missing,
-            fixes: denial.fixes,
-        }
-    } else {
-        Error::PerfFailed {
-            container,
-            step: "trial of the config's events".into(),
-            detail,
-        }
-    })
+    Err(perf::failure(
+        &target.container.name,
+        "trial of the config's events",
+        &out.stderr,
+        &target.facts,
+    ))
 }
 
 /// The largest ring buffer perf may map here, or None for perf's default.

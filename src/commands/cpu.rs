@@ -5,6 +5,7 @@ use crate::cli::CpuArgs;
 use crate::error::Result;
 use crate::settings::CpuSettings;
 use crate::signals::Interrupts;
+pub use crate::units::human_bytes;
 use std::path::PathBuf;
 
 pub async fn run(args: CpuArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
@@ -82,19 +83,4 @@ pub fn human_summary(outcome: &CpuOutcome) -> String {
         out.push_str(&format!("flamegraph: {}\n", svg.display()));
     }
     out
-}
-
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
 }

@@ -33,7 +33,7 @@ use crate::render::SvgSpec;
 use crate::settings::{HeapSettings, HeapSource};
 use crate::signals::Interrupts;
 use crate::store::{self, ContainerRecord, FileRecord, Manifest, ProcessRecord, Stem};
-use crate::target::{resolve_container, select_process, ContainerInfo, ProcInfo, ProcessSelector};
+use crate::target::{resolve_container, ContainerInfo, ProcInfo, ProcessSelector};
 use chrono::Local;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -159,19 +159,7 @@ async fn find_heap_target(
     let container = resolve_container(target, &containers)?;
     let shell = docker.shell(&container);
     let facts = ContainerFacts::probe(&shell).await?;
-    let process = select_process(&facts.processes, selector).map_err(|what| {
-        let listing: Vec<String> = facts
-            .processes
-            .iter()
-            .take(15)
-            .map(|p| format!("{:>6}  {}", p.pid, p.cmdline))
-            .collect();
-        Error::ProcessNotFound {
-            container: container.name.clone(),
-            what,
-            hint: format!("processes in the container:\n{}", listing.join("\n")),
-        }
-    })?;
+    let process = crate::capture::choose_process(&facts, selector, &container.name)?;
     let probe = shell.sh(&jemalloc_probe_script(process.pid)).await?;
     let facts = JemallocFacts::parse(&probe.stdout);
     let (variable, value) = facts.conf();

@@ -4,6 +4,8 @@
 use crate::fold::Folded;
 use crate::heap::parse::{unbias, HeapDump, Measure};
 use crate::heap::symbolize::{Resolved, SymbolizeStats};
+/// Bytes for people: `512 B`, `12.3 KiB`, `110.5 MiB`.
+pub use crate::units::human_bytes as human;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -410,22 +412,6 @@ pub fn percent(part: u64, whole: u64) -> f64 {
 /// `1234567` -> `1,234,567`.
 pub fn group(n: u64) -> String {
     crate::capture::thousands(n)
-}
-
-/// Bytes for people: `512 B`, `12.3 KiB`, `110.5 MiB`.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 use super::script::{Frame, Record, Sample};
 use crate::fold::Folded;
+pub use crate::units::human_bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -605,21 +606,6 @@ fn leaf_first(stack: &str, n: usize) -> String {
         text.push_str(" <- …");
     }
     text
-}
-
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
 }
 
 /// The human summary, as printed and saved to `offcpu-….txt`.
