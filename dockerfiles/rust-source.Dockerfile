@@ -26,23 +26,24 @@ RUN set -e; need=""; \
 ARG PACKAGE
 ARG BIN
 ARG FEATURES=""
-ARG CARGO_FLAGS=""
 # Cargo's config environment wins over the profile in Cargo.toml.
 ENV CARGO_PROFILE_RELEASE_DEBUG=full \
     CARGO_PROFILE_RELEASE_STRIP=none \
     CARGO_PROFILE_RELEASE_SPLIT_DEBUGINFO=off \
     CARGO_INCREMENTAL=0 \
+    CARGO_TERM_COLOR=never \
     RUSTFLAGS="-C force-frame-pointers=yes"
 WORKDIR /build
 
-# 1. Dependencies only (cached until a manifest or the lock file changes).
+# 1. Dependencies only (cached until a manifest or the lock file changes). It fails, rather
+#    than caching an empty layer, when cargo cannot fetch or build them.
 COPY .devprof/skeleton/ /build/
-RUN cargo build --release --locked -p "$PACKAGE" --bin "$BIN" --features "$FEATURES" $CARGO_FLAGS
+RUN cargo build --release --locked -p "$PACKAGE" --bin "$BIN" --features "$FEATURES"
 
 # 2. The program. Sources are touched so cargo does not take them for the stubs.
 COPY . /build/
 RUN find /build -path /build/target -prune -o -name '*.rs' -exec touch {} + \
- && cargo build --release --locked -p "$PACKAGE" --bin "$BIN" --features "$FEATURES" $CARGO_FLAGS \
+ && cargo build --release --locked -p "$PACKAGE" --bin "$BIN" --features "$FEATURES" \
  && mkdir -p /out && cp "target/release/$BIN" /out/
 
 FROM ${BASE_IMAGE}

@@ -1,7 +1,8 @@
 # The tools layer, made by `devprof build tools --from IMAGE`: perf, procps and binutils
 # added to any existing image (a node you do not build yourself), whose entrypoint,
 # command and user stay as they were. Debian/Ubuntu (apt), Alpine (apk) and Fedora/RHEL
-# (dnf/yum) bases are supported.
+# (dnf/yum) bases are supported; Ubuntu's kernel-versioned perf binaries are linked as
+# /usr/local/bin/perf_X.Y, where devprof looks for them.
 ARG FROM_IMAGE
 FROM ${FROM_IMAGE}
 USER root
@@ -11,6 +12,9 @@ RUN set -e; \
       if apt-cache show linux-perf >/dev/null 2>&1; then perf=linux-perf; else perf="linux-tools-generic linux-tools-common"; fi; \
       DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $perf procps binutils; \
       rm -rf /var/lib/apt/lists/*; \
+      for p in /usr/lib/linux-tools/*/perf; do \
+        [ -x "$p" ] || continue; v="$(basename "$(dirname "$p")")"; ln -sf "$p" "/usr/local/bin/perf_${v%%-*}"; \
+      done; \
     elif command -v apk >/dev/null; then \
       apk add --no-cache perf procps binutils; \
     elif command -v dnf >/dev/null; then \

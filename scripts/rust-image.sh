@@ -4,7 +4,8 @@
 # Debian's own rustc is too old for the demo node's dependencies, so when the image is
 # absent it is built FROM the local Debian base (scripts/base-image.sh) with this
 # machine's rustup toolchain copied in (dockerfiles/rust-toolchain.Dockerfile): rustc,
-# cargo and the standard library of the host target, taken from `rustc --print sysroot`.
+# cargo and the standard library of the host target, taken from `rustc --print sysroot`,
+# and the host's CA certificates.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -32,11 +33,19 @@ docker image inspect "$BASE_IMAGE" >/dev/null 2>&1 || DEVPROF_BASE_IMAGE="$BASE_
 CTX="$(mktemp -d /tmp/devprof-rust-ctx.XXXXXX)"
 trap 'rm -rf "$CTX"' EXIT
 cp dockerfiles/rust-toolchain.Dockerfile "$CTX/Dockerfile"
+# Carry over the host's trust store (a TLS-intercepting proxy's CA, say), as
+# base-image.sh carries over the host's apt settings: cargo in image builds then reaches
+# crates.io as cargo on the host does.
+if [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+  cp /etc/ssl/certs/ca-certificates.crt "$CTX/host-ca-certificates.crt"
+else
+  : >"$CTX/host-ca-certificates.crt"
+fi
 
 echo "making $IMAGE from $BASE_IMAGE and $(rustc --version) ..."
 # The context: the Dockerfile, and the toolchain under toolchain/ (no docs, no sources,
 # no other components: about 500 MB).
-if ! tar -c -C "$CTX" Dockerfile \
+if ! tar -c -C "$CTX" Dockerfile host-ca-certificates.crt \
       -C "$SYSROOT" --transform 's,^\(bin\|lib\)/,toolchain/\1/,' bin/rustc bin/cargo lib \
     | docker build --network host --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$IMAGE" - >"$CTX/build.log" 2>&1; then
   tail -n 30 "$CTX/build.log" >&2

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Brings the demo devnet (compose/demo.yml, containers demo-seq and demo-rpc) up:
-#   1. the local base image (scripts/base-image.sh),
-#   2. the demo-node binary (cargo build --release -p demo-node),
-#   3. the demo node image, built from a small temporary context,
+#   1. the local base image (scripts/base-image.sh) and Rust toolchain image
+#      (scripts/rust-image.sh),
+#   2. devprof and the demo-node binary on the host (cargo build --release),
+#   3. the demo node image, built from source by `devprof build source` (the Rust source
+#      Dockerfile: frame pointers, full debuginfo, perf and jemalloc's tools; the
+#      dependencies stay in a cached layer until Cargo.lock or a manifest changes), the
+#      plain image and the profiler image (`devprof build tools` over the base image),
 #   4. the containers, then waits until the node runs in both.
 # Idempotent: re-running rebuilds what changed and recreates containers whose image changed.
 #
 # Environment: DEVPROF_DEMO_IMAGE (image tag, default devprof-demo-node:latest),
-# DEVPROF_BASE_IMAGE (default debian:bookworm-slim), CARGO_TARGET_DIR, and the DEMO_*
+# DEVPROF_BASE_IMAGE (default debian:bookworm-slim), DEVPROF_RUST_IMAGE (default
+# rust:1-slim-bookworm), DEVPROF_PROFILER_IMAGE, CARGO_TARGET_DIR, and the DEMO_*
 # settings read by compose/demo.yml.
 set -euo pipefail
 
@@ -36,27 +41,39 @@ docker info >/dev/null 2>&1 || die "cannot talk to the Docker engine"
 say "base image $BASE_IMAGE"
 DEVPROF_BASE_IMAGE="$BASE_IMAGE" "$ROOT/scripts/base-image.sh"
 
-# 2. The binary.
+RUST_IMAGE="${DEVPROF_RUST_IMAGE:-rust:1-slim-bookworm}"
+say "rust image $RUST_IMAGE"
+DEVPROF_RUST_IMAGE="$RUST_IMAGE" DEVPROF_BASE_IMAGE="$BASE_IMAGE" "$ROOT/scripts/rust-image.sh"
+
+# 2. devprof (it builds the images) and the demo-node binary (for the plain image).
 locked=()
 [ -f Cargo.lock ] && locked=(--locked)
-say "cargo build --release -p demo-node ${locked[*]}"
-cargo build --release -p demo-node "${locked[@]}"
+say "cargo build --release -p devprof -p demo-node ${locked[*]}"
+cargo build --release -p devprof -p demo-node "${locked[@]}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 BIN="$TARGET_DIR/release/demo-node"
+DEVPROF="$TARGET_DIR/release/devprof"
 [ -x "$BIN" ] || die "$BIN was not built"
+[ -x "$DEVPROF" ] || die "$DEVPROF was not built"
 
-# 3. The image, from a context holding only the Dockerfile and the binary.
-CTX="$(mktemp -d /tmp/devprof-demo-ctx.XXXXXX)"
-trap 'rm -rf "$CTX"' EXIT
-cp dockerfiles/demo-node.Dockerfile "$CTX/Dockerfile"
-cp "$BIN" "$CTX/demo-node"
+# 3. The demo node image, built from source by devprof itself. Its log goes to a file
+#    (shown when the build fails); the summary and the image check are printed.
+LOGS="$(mktemp -d /tmp/devprof-testbed-logs.XXXXXX)"
+trap 'rm -rf "$LOGS"' EXIT
+devprof_build() {
+  local log="$LOGS/$1.log"; shift
+  if ! "$DEVPROF" build "$@" >"$log.out" 2>"$log"; then
+    tail -n 40 "$log" >&2
+    cat "$log.out" >&2
+    return 1
+  fi
+  sed 's/^/testbed-up:   /' "$log.out"
+}
 before="$(docker image inspect -f '{{.Id}}' "$DEVPROF_DEMO_IMAGE" 2>/dev/null || true)"
-say "docker build -t $DEVPROF_DEMO_IMAGE (context: the binary, $(du -sh "$CTX" | cut -f1))"
-if ! docker build --network host --build-arg "BASE_IMAGE=$BASE_IMAGE" \
-    -t "$DEVPROF_DEMO_IMAGE" "$CTX" >"$CTX/build.log" 2>&1; then
-  tail -n 40 "$CTX/build.log" >&2
-  die "docker build failed"
-fi
+say "devprof build source -p demo-node -t $DEVPROF_DEMO_IMAGE (from source, in $RUST_IMAGE)"
+devprof_build demo source "$ROOT" --package demo-node --bin demo-node --tag "$DEVPROF_DEMO_IMAGE" \
+  --base "$BASE_IMAGE" --rust-image "$RUST_IMAGE" --label devprof.image=demo-node \
+  || die "devprof build of $DEVPROF_DEMO_IMAGE failed"
 after="$(docker image inspect -f '{{.Id}}' "$DEVPROF_DEMO_IMAGE")"
 if [ "$before" = "$after" ]; then
   say "image $DEVPROF_DEMO_IMAGE unchanged (${after:7:12})"
@@ -77,12 +94,12 @@ if ! docker build --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$PLAIN_IMAGE" "$PLAIN
 fi
 rm -rf "$PLAIN_CTX"
 
-# The profiler image sidecars run: perf, procps and binutils over the base image.
+# The profiler image sidecars run: the tools layer (perf, procps and binutils) over the
+# base image, built by devprof.
 PROFILER_IMAGE="${DEVPROF_PROFILER_IMAGE:-devprof-profiler:latest}"
-if ! docker image inspect "$PROFILER_IMAGE" >/dev/null 2>&1 || [ "$before" != "$after" ]; then
-  say "profiler image $PROFILER_IMAGE (from the demo image, which carries perf, procps)"
-  docker tag "$DEVPROF_DEMO_IMAGE" "$PROFILER_IMAGE"
-fi
+say "devprof build tools $BASE_IMAGE -t $PROFILER_IMAGE (the profiler image sidecars run)"
+devprof_build profiler tools "$BASE_IMAGE" --tag "$PROFILER_IMAGE" \
+  || die "devprof build of $PROFILER_IMAGE failed"
 
 # The containers bind-mount the host's tracefs; it must be mounted before they start.
 if ! grep -qs ' /sys/kernel/tracing tracefs ' /proc/mounts; then

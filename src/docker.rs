@@ -419,3 +419,293 @@ impl Docker {
         self.client.inspect_image(image).await.is_ok()
     }
 }
+
+// ---- Image builds, container and image configuration, trials (devprof build, compose,
+// doctor). Plain data out; bollard types stay in here.
+
+/// One image build through the engine's build API (the classic builder).
+#[derive(Debug, Clone, Default)]
+pub struct BuildRequest {
+    /// Path of the Dockerfile inside the context.
+    pub dockerfile: String,
+    pub tag: String,
+    pub build_args: std::collections::HashMap<String, String>,
+    pub labels: std::collections::HashMap<String, String>,
+    /// `host` lets RUN steps reach the network as the host does.
+    pub network: String,
+    pub no_cache: bool,
+}
+
+/// How a build ended, when the engine ran it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BuildEnd {
+    /// The image id (`sha256:...`) when the engine reported it.
+    Built(Option<String>),
+    /// The engine's error message (the failing step is in the streamed log).
+    Failed(String),
+}
+
+/// What `docker inspect` says about a container's profiling-relevant configuration.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct ContainerConfig {
+    pub id: String,
+    pub name: String,
+    pub image: String,
+    pub cap_add: Vec<String>,
+    pub cap_drop: Vec<String>,
+    pub security_opt: Vec<String>,
+    pub privileged: bool,
+    pub pid_mode: String,
+    /// Container paths with something mounted on them.
+    pub mount_targets: Vec<String>,
+    pub env: Vec<String>,
+    pub labels: std::collections::HashMap<String, String>,
+}
+
+/// What `docker image inspect` says about an image.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImageDetails {
+    pub id: String,
+    pub labels: std::collections::HashMap<String, String>,
+    pub entrypoint: Vec<String>,
+    pub cmd: Vec<String>,
+    pub env: Vec<String>,
+    pub user: String,
+}
+
+/// The engine's version and kernel.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EngineVersion {
+    pub version: String,
+    pub api_version: String,
+    pub kernel: String,
+}
+
+impl Docker {
+    /// Builds an image from a tar context on disk, streaming the context up and the log
+    /// down: each piece of build output goes to `on_output` as it arrives.
+    pub async fn build_image(
+        &self,
+        request: &BuildRequest,
+        context: &Path,
+        mut on_output: impl FnMut(&str),
+    ) -> Result<BuildEnd> {
+        use bollard::query_parameters::BuildImageOptionsBuilder;
+        let mut options = BuildImageOptionsBuilder::default()
+            .dockerfile(&request.dockerfile)
+            .t(&request.tag)
+            .rm(true)
+            .forcerm(true)
+            .nocache(request.no_cache)
+            .buildargs(&request.build_args)
+            .labels(&request.labels);
+        if !request.network.is_empty() {
+            options = options.networkmode(&request.network);
+        }
+        let file = tokio::fs::File::open(context)
+            .await
+            .map_err(|e| Error::io(format!("open the build context {}", context.display()), e))?;
+        let chunks = futures_util::stream::unfold(file, |mut file| async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = vec![0u8; 1 << 20];
+            match file.read(&mut buf).await {
+                Ok(0) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Some((Ok::<Bytes, std::io::Error>(Bytes::from(buf)), file))
+                }
+                Err(e) => Some((Err(e), file)),
+            }
+        });
+        let mut stream = self.client.build_image(
+            options.build(),
+            None,
+            Some(bollard::body_try_stream(chunks)),
+        );
+        let mut image_id = None;
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(info) => {
+                    if let Some(text) = info.stream.as_deref() {
+                        on_output(text);
+                    }
+                    if let Some(status) = info.status.as_deref() {
+                        on_output(&format!("{status}\n"));
+                    }
+                    if let Some(id) = info.aux.and_then(|a| a.id) {
+                        image_id = Some(id);
+                    }
+                }
+                Err(bollard::errors::Error::DockerStreamError { error }) => {
+                    return Ok(BuildEnd::Failed(error));
+                }
+                Err(bollard::errors::Error::DockerResponseServerError { message, .. }) => {
+                    return Ok(BuildEnd::Failed(message));
+                }
+                Err(e) => return Err(api_error(&format!("build {}", request.tag), e)),
+            }
+        }
+        Ok(BuildEnd::Built(image_id))
+    }
+
+    /// A container's configuration (capabilities, seccomp, privileged, mounts).
+    pub async fn container_config(&self, container: &str) -> Result<ContainerConfig> {
+        let c = self
+            .client
+            .inspect_container(container, None)
+            .await
+            .map_err(|e| api_error(&format!("inspect container {container}"), e))?;
+        let host = c.host_config.unwrap_or_default();
+        let config = c.config.unwrap_or_default();
+        Ok(ContainerConfig {
+            id: c.id.unwrap_or_default(),
+            name: c
+                .name
+                .unwrap_or_default()
+                .trim_start_matches('/')
+                .to_string(),
+            image: config.image.clone().unwrap_or_default(),
+            cap_add: host.cap_add.unwrap_or_default(),
+            cap_drop: host.cap_drop.unwrap_or_default(),
+            security_opt: host.security_opt.unwrap_or_default(),
+            privileged: host.privileged.unwrap_or(false),
+            pid_mode: host.pid_mode.unwrap_or_default(),
+            mount_targets: c
+                .mounts
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|m| m.destination)
+                .collect(),
+            env: config.env.unwrap_or_default(),
+            labels: config.labels.unwrap_or_default(),
+        })
+    }
+
+    /// An image's configuration; None when the engine does not have it.
+    pub async fn image_details(&self, image: &str) -> Result<Option<ImageDetails>> {
+        match self.client.inspect_image(image).await {
+            Ok(i) => {
+                let config = i.config.unwrap_or_default();
+                Ok(Some(ImageDetails {
+                    id: i.id.unwrap_or_default(),
+                    labels: config.labels.unwrap_or_default(),
+                    entrypoint: config.entrypoint.unwrap_or_default(),
+                    cmd: config.cmd.unwrap_or_default(),
+                    env: config.env.unwrap_or_default(),
+                    user: config.user.unwrap_or_default(),
+                }))
+            }
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(e) => Err(api_error(&format!("inspect image {image}"), e)),
+        }
+    }
+
+    /// Tags of the images the engine has (for trials that need any image).
+    pub async fn image_tags(&self) -> Result<Vec<String>> {
+        let images = self
+            .client
+            .list_images(None::<bollard::query_parameters::ListImagesOptions>)
+            .await
+            .map_err(|e| api_error("list images", e))?;
+        Ok(images
+            .into_iter()
+            .flat_map(|i| i.repo_tags)
+            .filter(|t| t != "<none>:<none>")
+            .collect())
+    }
+
+    pub async fn engine_version(&self) -> Result<EngineVersion> {
+        let v = self
+            .client
+            .version()
+            .await
+            .map_err(|e| api_error("engine version", e))?;
+        Ok(EngineVersion {
+            version: v.version.unwrap_or_default(),
+            api_version: v.api_version.unwrap_or_default(),
+            kernel: v.kernel_version.unwrap_or_default(),
+        })
+    }
+
+    /// Whether the engine accepts these added capabilities: creates (never starts) a
+    /// container from `image` with them and removes it. `Err(message)` is the engine's
+    /// refusal (e.g. `invalid CapAdd: unknown capability: "CAP_PERFMON"`).
+    pub async fn trial_cap_add(
+        &self,
+        image: &str,
+        caps: &[&str],
+    ) -> Result<std::result::Result<(), String>> {
+        use bollard::models::{ContainerCreateBody, HostConfig};
+        use bollard::query_parameters::CreateContainerOptionsBuilder;
+        let name = format!(
+            "devprof-trial-{}-{}",
+            std::process::id(),
+            caps.join("-").to_lowercase()
+        );
+        let body = ContainerCreateBody {
+            image: Some(image.to_string()),
+            entrypoint: Some(vec!["true".into()]),
+            labels: Some(
+                [("devprof.trial".to_string(), "1".to_string())]
+                    .into_iter()
+                    .collect(),
+            ),
+            host_config: Some(HostConfig {
+                cap_add: Some(caps.iter().map(|c| c.to_string()).collect()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let options = CreateContainerOptionsBuilder::default().name(&name).build();
+        match self.client.create_container(Some(options), body).await {
+            Ok(created) => {
+                self.remove_container(&created.id).await;
+                Ok(Ok(()))
+            }
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 400 | 500,
+                message,
+            }) => Ok(Err(message)),
+            Err(e) => Err(api_error(&format!("trial container from {image}"), e)),
+        }
+    }
+
+    /// Starts a throw-away container from `image` that idles (`sleep`), to look inside the
+    /// image (perf, the binary). The caller removes it with `remove_container`.
+    pub async fn start_idle_container(&self, image: &str, name: &str) -> Result<ContainerInfo> {
+        use bollard::models::ContainerCreateBody;
+        use bollard::query_parameters::CreateContainerOptionsBuilder;
+        let body = ContainerCreateBody {
+            image: Some(image.to_string()),
+            entrypoint: Some(vec!["sleep".into(), "600".into()]),
+            cmd: Some(vec![]),
+            labels: Some(
+                [("devprof.check".to_string(), image.to_string())]
+                    .into_iter()
+                    .collect(),
+            ),
+            ..Default::default()
+        };
+        let options = CreateContainerOptionsBuilder::default().name(name).build();
+        let created = self
+            .client
+            .create_container(Some(options), body)
+            .await
+            .map_err(|e| api_error(&format!("create a container from {image}"), e))?;
+        if let Err(e) = self.client.start_container(&created.id, None).await {
+            self.remove_container(&created.id).await;
+            return Err(api_error(&format!("start a container from {image}"), e));
+        }
+        Ok(ContainerInfo {
+            id: created.id,
+            name: name.to_string(),
+            image: image.to_string(),
+            state: "running".into(),
+            service: None,
+            project: None,
+            labels: Default::default(),
+        })
+    }
+}

@@ -194,26 +194,97 @@ fn analyze<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) -> E
     }
 }
 
-/// Function starts with their lengths: from `.symtab` when the binary has one, else from
-/// the `.eh_frame` entries (which stripping keeps). Returns the starts and their source.
-fn function_starts<'data, R: object::ReadRef<'data>>(
-    file: &object::File<'data, R>,
-) -> (Vec<(u64, u64)>, &'static str) {
-    let mut starts: Vec<(u64, u64)> = file
-        .symbols()
-        .filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
-        .map(|s| (s.address(), s.size()))
-        .filter(|(_, size)| *size >= MIN_FUNCTION_BYTES)
-        .collect();
-    if !starts.is_empty() {
-        starts.sort_unstable();
-        starts.dedup_by_key(|(a, _)| *a);
-        return (starts, ".symtab function symbols");
-    }
-    (eh_frame_starts(file), ".eh_frame entries (the binary has no .symtab)")
+/// Crates of the Rust standard library and its dependencies: precompiled, with the
+/// settings of the toolchain's release rather than the program's (since Rust 1.79 with
+/// frame pointers), so they say nothing about how the program was built.
+const SYSROOT_CRATES: &[&str] = &[
+    "std",
+    "core",
+    "alloc",
+    "proc_macro",
+    "test",
+    "compiler_builtins",
+    "panic_unwind",
+    "panic_abort",
+    "unwind",
+    "std_detect",
+    "hashbrown",
+    "gimli",
+    "addr2line",
+    "object",
+    "miniz_oxide",
+    "adler",
+    "adler2",
+    "memchr",
+    "rustc_demangle",
+    "cfg_if",
+    "libc",
+    "rustc_std_workspace_core",
+    "rustc_std_workspace_alloc",
+    "__rustc",
+];
+
+/// The crate a Rust symbol belongs to (`demo_node` for
+/// `<demo_node::State as core::fmt::Debug>::fmt`); None for other languages.
+pub fn rust_crate_of(symbol: &str) -> Option<String> {
+    let demangled = rustc_demangle::try_demangle(symbol).ok()?;
+    let text = format!("{demangled:#}");
+    let first = text.trim_start_matches('<').split("::").next()?.to_string();
+    first
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        .then_some(first)
 }
 
-fn eh_frame_starts<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) -> Vec<(u64, u64)> {
+/// Function starts to read prologues at, and where they came from: the program's own Rust
+/// code when its symbols show it, else every function in `.symtab`, else the `.eh_frame`
+/// entries (which stripping keeps).
+fn function_starts<'data, R: object::ReadRef<'data>>(
+    file: &object::File<'data, R>,
+) -> (Vec<u64>, String) {
+    let functions: Vec<(u64, Option<String>)> = file
+        .symbols()
+        .filter(|s| {
+            s.kind() == SymbolKind::Text && s.is_definition() && s.size() >= MIN_FUNCTION_BYTES
+        })
+        .map(|s| (s.address(), s.name().ok().and_then(rust_crate_of)))
+        .collect();
+    let own: Vec<u64> = functions
+        .iter()
+        .filter(|(_, krate)| {
+            krate
+                .as_deref()
+                .is_some_and(|k| !SYSROOT_CRATES.contains(&k))
+        })
+        .map(|(a, _)| *a)
+        .collect();
+    let finish = |mut starts: Vec<u64>| {
+        starts.sort_unstable();
+        starts.dedup();
+        starts
+    };
+    if own.len() >= 10 {
+        return (
+            finish(own),
+            "the program's own Rust functions in .symtab (the precompiled standard library left out)".to_string(),
+        );
+    }
+    if !functions.is_empty() {
+        return (
+            finish(functions.into_iter().map(|(a, _)| a).collect()),
+            "every function in .symtab".to_string(),
+        );
+    }
+    (
+        finish(eh_frame_starts(file).into_iter().map(|(a, _)| a).collect()),
+        "the .eh_frame entries (no .symtab: the program's code cannot be told from the libraries linked in)"
+            .to_string(),
+    )
+}
+
+fn eh_frame_starts<'data, R: object::ReadRef<'data>>(
+    file: &object::File<'data, R>,
+) -> Vec<(u64, u64)> {
     let Some(section) = file.section_by_name(".eh_frame") else {
         return Vec::new();
     };
@@ -271,6 +342,19 @@ fn judge_frame_pointers<'data, R: object::ReadRef<'data>>(
             }
         }
     };
+    // Go keeps frame pointers on amd64 and arm64 (since Go 1.7); its prologues start
+    // with a stack check, not the frame set-up.
+    if file.section_by_name(".gopclntab").is_some()
+        || file.section_by_name(".go.buildinfo").is_some()
+    {
+        return FramePointers {
+            verdict: FpVerdict::Yes,
+            examined: 0,
+            with_fp: 0,
+            basis: "a Go binary (.gopclntab): Go keeps frame pointers on amd64 and arm64"
+                .to_string(),
+        };
+    }
     let (starts, source) = function_starts(file);
     let code: Vec<(u64, &[u8])> = file
         .sections()
@@ -281,7 +365,7 @@ fn judge_frame_pointers<'data, R: object::ReadRef<'data>>(
     let step = starts.len().div_ceil(MAX_EXAMINED).max(1);
     let mut examined = 0;
     let mut with_fp = 0;
-    for &(address, _) in starts.iter().step_by(step) {
+    for &address in starts.iter().step_by(step) {
         let Some(bytes) = code.iter().find_map(|(base, data)| {
             let offset = address.checked_sub(*base)? as usize;
             (offset < data.len()).then(|| &data[offset..data.len().min(offset + 24)])
@@ -302,7 +386,7 @@ fn judge_frame_pointers<'data, R: object::ReadRef<'data>>(
         verdict: FpVerdict::Unknown,
         examined,
         with_fp,
-        basis: format!("prologues ({pattern}) of the functions at {source}"),
+        basis: format!("the prologues ({pattern}) of {source}"),
     };
     if examined > 0 {
         let share = fp.share();
@@ -314,7 +398,8 @@ fn judge_frame_pointers<'data, R: object::ReadRef<'data>>(
             FpVerdict::Partly
         };
     } else {
-        fp.basis = format!("no function starts found (no .symtab, no .eh_frame) to read {pattern} at");
+        fp.basis =
+            format!("no function starts found (no .symtab, no .eh_frame) to read {pattern} at");
     }
     fp
 }
@@ -346,22 +431,50 @@ pub fn aarch64_sets_up_frame_pointer(code: &[u8]) -> bool {
     }
 }
 
-/// Which jemalloc configuration variable the binary reads, from its read-only data.
+/// Which jemalloc the binary carries: by its function symbols when it has them
+/// (`_rjem_mallocx` in prefixed builds, `mallocx` and `malloc_stats_print` unprefixed),
+/// else by jemalloc's messages ("<jemalloc>: ...") and the variable named in its
+/// read-only data.
 fn jemalloc_of<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) -> Jemalloc {
-    // jemalloc's messages start with "<jemalloc>: "; the variable's name alone could be
-    // any program quoting it (devprof does).
-    let (mut marker, mut prefixed, mut unprefixed) = (false, false, false);
+    let mut any_symbols = false;
+    let (mut prefixed, mut unprefixed_api, mut stats) = (false, false, false);
+    for symbol in file.symbols().chain(file.dynamic_symbols()) {
+        if symbol.kind() != SymbolKind::Text || !symbol.is_definition() {
+            continue;
+        }
+        any_symbols = true;
+        match symbol.name().unwrap_or("") {
+            "_rjem_mallocx" | "_rjem_mallctl" => prefixed = true,
+            "mallocx" | "je_mallocx" => unprefixed_api = true,
+            "malloc_stats_print" | "je_malloc_stats_print" => stats = true,
+            _ => {}
+        }
+    }
+    if prefixed {
+        return Jemalloc::Prefixed;
+    }
+    if unprefixed_api && stats {
+        return Jemalloc::Unprefixed;
+    }
+    if any_symbols && file.symbols().next().is_some() {
+        return Jemalloc::None;
+    }
+    // No .symtab: read-only data. The needles are put together at run time so that
+    // devprof's own binary (which quotes them) does not look like jemalloc.
+    let marker = [&b"<jema"[..], b"lloc>: "].concat();
+    let prefixed_var = [&b"_RJEM_"[..], b"MALLOC_CONF"].concat();
+    let (mut has_marker, mut has_prefixed, mut has_unprefixed) = (false, false, false);
     for section in file.sections() {
         let name = section.name().unwrap_or("");
         if !(name.starts_with(".rodata") || name == ".data.rel.ro") {
             continue;
         }
         let Ok(data) = section.data() else { continue };
-        marker |= contains(data, b"<jemalloc>: ");
-        prefixed |= contains(data, b"_RJEM_MALLOC_CONF");
-        unprefixed |= contains(data, b"MALLOC_CONF");
+        has_marker |= contains(data, &marker);
+        has_prefixed |= contains(data, &prefixed_var);
+        has_unprefixed |= contains(data, &prefixed_var[6..]);
     }
-    match (marker, prefixed, unprefixed) {
+    match (has_marker, has_prefixed, has_unprefixed) {
         (true, true, _) => Jemalloc::Prefixed,
         (true, false, true) => Jemalloc::Unprefixed,
         _ => Jemalloc::None,
@@ -379,28 +492,90 @@ mod tests {
     #[test]
     fn x86_64_prologues() {
         // demo-node (force-frame-pointers=yes): push %rbp; mov %rsp,%rbp; push %r15
-        assert!(x86_64_sets_up_frame_pointer(&[0x55, 0x48, 0x89, 0xe5, 0x41, 0x57]));
+        assert!(x86_64_sets_up_frame_pointer(&[
+            0x55, 0x48, 0x89, 0xe5, 0x41, 0x57
+        ]));
         // gcc -fcf-protection: endbr64 first
         assert!(x86_64_sets_up_frame_pointer(&[
             0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5
         ]));
         // rbp pushed as a callee-saved register only: push %rbp; push %rbx; sub $8,%rsp
-        assert!(!x86_64_sets_up_frame_pointer(&[0x55, 0x53, 0x48, 0x83, 0xec, 0x08]));
+        assert!(!x86_64_sets_up_frame_pointer(&[
+            0x55, 0x53, 0x48, 0x83, 0xec, 0x08
+        ]));
         // no frame at all: sub $0x18,%rsp
         assert!(!x86_64_sets_up_frame_pointer(&[0x48, 0x83, 0xec, 0x18]));
         assert!(!x86_64_sets_up_frame_pointer(&[]));
     }
 
     #[test]
+    fn crates_of_rust_symbols() {
+        assert_eq!(
+            rust_crate_of("_ZN9demo_node9workloads10hash_chain17h0123456789abcdefE").as_deref(),
+            Some("demo_node")
+        );
+        assert_eq!(
+            rust_crate_of("_ZN4core3ptr13drop_in_place17h0123456789abcdefE").as_deref(),
+            Some("core")
+        );
+        assert_eq!(rust_crate_of("je_malloc"), None);
+        assert_eq!(
+            rust_crate_of("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+            None,
+            "C++"
+        );
+    }
+
+    /// Real binaries: the demo node as the test bed builds it (frame pointers, full
+    /// debuginfo) and stripped; devprof itself (same flags).
+    #[test]
+    fn reads_real_binaries() {
+        let exe = std::env::current_exe().unwrap();
+        let report = read_file(&exe).unwrap();
+        assert!(report.has_symbols() && report.has_eh_frame);
+        assert_eq!(report.arch, Arch::X86_64);
+        assert_eq!(
+            report.jemalloc,
+            Jemalloc::None,
+            "devprof quotes the variables but has no jemalloc"
+        );
+        // .cargo/config.toml builds this workspace with frame pointers.
+        assert_eq!(
+            report.frame_pointers.verdict,
+            FpVerdict::Yes,
+            "{:?}",
+            report.frame_pointers
+        );
+        assert!(report.frame_pointers.basis.contains("own Rust functions"));
+        assert!(
+            report.frame_pointers.share() > 0.9,
+            "{:?}",
+            report.frame_pointers
+        );
+    }
+
+    #[test]
+    fn not_elf_is_an_error() {
+        assert!(read_bytes(b"#!/bin/sh\necho hi\n")
+            .unwrap_err()
+            .0
+            .contains("not an ELF"));
+    }
+
+    #[test]
     fn aarch64_prologues() {
         let words = |ws: &[u32]| ws.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
         // stp x29, x30, [sp, #-16]!; mov x29, sp
-        assert!(aarch64_sets_up_frame_pointer(&words(&[0xa9bf7bfd, 0x910003fd])));
+        assert!(aarch64_sets_up_frame_pointer(&words(&[
+            0xa9bf7bfd, 0x910003fd
+        ])));
         // paciasp; sub sp, sp, #0x40; stp x29, x30, [sp, #0x30]; add x29, sp, #0x30
         assert!(aarch64_sets_up_frame_pointer(&words(&[
             0xd503233f, 0xd10103ff, 0xa9037bfd, 0x9100c3fd
         ])));
         // stp x19, x20, [sp, #-32]! only
-        assert!(!aarch64_sets_up_frame_pointer(&words(&[0xa9be53f3, 0xd65f03c0])));
+        assert!(!aarch64_sets_up_frame_pointer(&words(&[
+            0xa9be53f3, 0xd65f03c0
+        ])));
     }
 }

@@ -12,6 +12,10 @@ pub mod exit {
     pub const TARGET: i32 = 4;
     pub const PROFILER: i32 = 5;
     pub const NO_DATA: i32 = 6;
+    /// `devprof build`: the build failed, or the image it made is not ready for profiling.
+    pub const BUILD: i32 = 7;
+    /// `devprof doctor`: a check that blocks profiling failed.
+    pub const DOCTOR: i32 = 8;
     pub const INTERRUPTED: i32 = 130;
 }
 
@@ -192,6 +196,35 @@ pub enum Error {
     )]
     ProfilerImageMissing { container: String, image: String },
 
+    #[error(
+        "building {image} failed{}\n  {message}{}",
+        .step.as_deref().map(|s| format!(" at {s}")).unwrap_or_default(),
+        tail_block(.tail)
+    )]
+    BuildFailed {
+        image: String,
+        step: Option<String>,
+        message: String,
+        tail: Vec<String>,
+    },
+
+    #[error("{image} was built but is not ready for profiling:\n{}", bullet_list(.problems))]
+    ImageNotReady {
+        image: String,
+        problems: Vec<String>,
+    },
+
+    #[error("{path}: {detail}")]
+    ComposeFile { path: String, detail: String },
+
+    #[error("profiling '{target}' is blocked: {} (see the ✗ lines above for the fixes)", .failed.join(", "))]
+    DoctorFailed {
+        target: String,
+        failed: Vec<String>,
+        /// 3 when the daemon, 4 when the container or process is missing, else 8.
+        exit: i32,
+    },
+
     #[error("{0}")]
     Usage(String),
 
@@ -230,6 +263,9 @@ impl Error {
             Error::HeapNoDumps { .. } => exit::NO_DATA,
             Error::HeapDumpInvalid { .. } => exit::FAILURE,
             Error::Usage(_) => exit::USAGE,
+            Error::BuildFailed { .. } | Error::ImageNotReady { .. } => exit::BUILD,
+            Error::ComposeFile { .. } => exit::USAGE,
+            Error::DoctorFailed { exit, .. } => *exit,
             Error::Interrupted => exit::INTERRUPTED,
             Error::Docker { .. } | Error::UnsafeArchive { .. } | Error::Io { .. } => exit::FAILURE,
         }
@@ -267,4 +303,19 @@ fn bullet_list(items: &[String]) -> String {
         .map(|i| format!("    - {i}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+fn tail_block(lines: &[String]) -> String {
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n  last output of that step:\n{}",
+            lines
+                .iter()
+                .map(|l| format!("    {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    }
 }

@@ -129,7 +129,7 @@ pub fn order_perf_candidates(candidates: &[String], kernel: &str) -> Vec<String>
     ordered.into_iter().map(|(_, _, c)| c).collect()
 }
 
-fn major_minor(text: &str) -> Option<(u32, u32)> {
+pub fn major_minor(text: &str) -> Option<(u32, u32)> {
     let mut parts = text.split(|c: char| !c.is_ascii_digit());
     let major = parts.next()?.parse().ok()?;
     let minor = parts.next()?.parse().ok()?;

@@ -150,7 +150,7 @@ pub fn config_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-fn target_of(target: Option<String>) -> Result<String> {
+pub(crate) fn target_of(target: Option<String>) -> Result<String> {
     target
         .filter(|t| !t.trim().is_empty())
         .ok_or(Error::NoTarget)
@@ -177,7 +177,7 @@ fn call_graph_of(arg: CallGraphArg) -> CallGraph {
     }
 }
 
-fn selector_of(args: ProcessArgs) -> Result<ProcessSelector> {
+pub(crate) fn selector_of(args: ProcessArgs) -> Result<ProcessSelector> {
     Ok(match (args.process, args.pid) {
         (_, Some(pid)) => ProcessSelector::Pid(pid),
         (Some(re), None) => ProcessSelector::Matching(

@@ -150,7 +150,6 @@ pub async fn remove_sidecars(dry_run: bool, json: bool) -> Result<()> {
     Ok(())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

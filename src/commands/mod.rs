@@ -1,6 +1,9 @@
+pub mod build;
 pub mod clean;
+pub mod compose;
 pub mod cpu;
 pub mod diff;
+pub mod doctor;
 pub mod fold;
 pub mod heap;
 pub mod ls;

@@ -33,7 +33,10 @@ impl Ignore {
                 Some(rest) => (true, rest.trim()),
                 None => (false, line),
             };
-            let pattern = pattern.trim_start_matches("./").trim_start_matches('/').trim_end_matches('/');
+            let pattern = pattern
+                .trim_start_matches("./")
+                .trim_start_matches('/')
+                .trim_end_matches('/');
             if pattern.is_empty() {
                 continue;
             }
@@ -164,19 +167,37 @@ mod tests {
     #[test]
     fn devprof_rules_apply_without_a_dockerignore() {
         let ignore = Ignore::default();
-        for excluded in ["target", "target/release/demo-node", "profiling/demo-seq/x.svg", ".git/HEAD", "demo/.git/x", ".dockerignore", ".devprof/Dockerfile"] {
+        for excluded in [
+            "target",
+            "target/release/demo-node",
+            "profiling/demo-seq/x.svg",
+            ".git/HEAD",
+            "demo/.git/x",
+            ".dockerignore",
+            ".devprof/Dockerfile",
+        ] {
             assert!(ignore.excluded(excluded), "{excluded}");
         }
-        for kept in ["src/main.rs", "Cargo.toml", "demo/node/src/target.rs", "src/profiling.rs", "demo/target-x"] {
+        for kept in [
+            "src/main.rs",
+            "Cargo.toml",
+            "demo/node/src/target.rs",
+            "src/profiling.rs",
+            "demo/target-x",
+        ] {
             assert!(!ignore.excluded(kept), "{kept}");
         }
     }
 
     #[test]
     fn dockerignore_patterns_negations_and_double_stars() {
-        let ignore = Ignore::parse("# comment\n*.md\n**/*.log\ndocs/\n!docs/keep.txt\n/tests/data\n");
+        let ignore =
+            Ignore::parse("# comment\n*.md\n**/*.log\ndocs/\n!docs/keep.txt\n/tests/data\n");
         assert!(ignore.excluded("README.md"));
-        assert!(!ignore.excluded("demo/README.md"), "* stays within one component");
+        assert!(
+            !ignore.excluded("demo/README.md"),
+            "* stays within one component"
+        );
         assert!(ignore.excluded("a/b/c.log") && ignore.excluded("c.log"));
         assert!(ignore.excluded("docs") && ignore.excluded("docs/x.txt"));
         assert!(!ignore.excluded("docs/keep.txt"));
@@ -190,7 +211,9 @@ mod tests {
         let files = walk(root, &Ignore::default()).unwrap();
         let rels: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
         assert!(rels.contains(&"Cargo.toml") && rels.contains(&"demo/node/src/main.rs"));
-        assert!(!rels.iter().any(|r| r.starts_with("target/") || r.starts_with(".git/")));
+        assert!(!rels
+            .iter()
+            .any(|r| r.starts_with("target/") || r.starts_with(".git/")));
         let mut sorted = rels.clone();
         sorted.sort();
         assert_eq!(rels, sorted, "stable order");
@@ -202,7 +225,12 @@ mod tests {
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").unwrap();
         let files = walk(&dir, &Ignore::default()).unwrap();
-        let bytes = write_tar(Vec::new(), &files, &[("Dockerfile".into(), b"FROM x\n".to_vec())]).unwrap();
+        let bytes = write_tar(
+            Vec::new(),
+            &files,
+            &[("Dockerfile".into(), b"FROM x\n".to_vec())],
+        )
+        .unwrap();
         let mut archive = tar::Archive::new(bytes.as_slice());
         let names: Vec<String> = archive
             .entries()

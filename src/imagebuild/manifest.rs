@@ -166,7 +166,11 @@ fn parse_package(
     }
 
     // Declared examples, tests and benches must exist for cargo to load the manifest.
-    for (kind, folder) in [("example", "examples"), ("test", "tests"), ("bench", "benches")] {
+    for (kind, folder) in [
+        ("example", "examples"),
+        ("test", "tests"),
+        ("bench", "benches"),
+    ] {
         for target in table
             .get(kind)
             .and_then(|t| t.as_array())
@@ -195,10 +199,11 @@ fn parse_package(
 
     // Dependencies that are jemalloc, in every dependency table (also per-target ones).
     let mut jemalloc_deps = Vec::new();
-    let mut dep_tables: Vec<&toml::Table> = ["dependencies", "dev-dependencies", "build-dependencies"]
-        .iter()
-        .filter_map(|k| table.get(*k).and_then(|d| d.as_table()))
-        .collect();
+    let mut dep_tables: Vec<&toml::Table> =
+        ["dependencies", "dev-dependencies", "build-dependencies"]
+            .iter()
+            .filter_map(|k| table.get(*k).and_then(|d| d.as_table()))
+            .collect();
     if let Some(targets) = table.get("target").and_then(|t| t.as_table()) {
         for cfg in targets.values().filter_map(|c| c.as_table()) {
             dep_tables.extend(
@@ -210,10 +215,7 @@ fn parse_package(
     }
     for deps in dep_tables {
         for (dep, spec) in deps {
-            let real = spec
-                .get("package")
-                .and_then(|p| p.as_str())
-                .unwrap_or(dep);
+            let real = spec.get("package").and_then(|p| p.as_str()).unwrap_or(dep);
             if real.contains("jemalloc") {
                 let inherited = spec.get("workspace").and_then(|w| w.as_bool()) == Some(true);
                 jemalloc_deps.push((real.to_string(), strings(spec.get("features")), inherited));
@@ -306,7 +308,12 @@ impl Project {
                 .iter()
                 .find(|(_, p)| p.name == name)
                 .map(|(_, p)| *p)
-                .ok_or_else(|| format!("no package '{name}' in the workspace (packages: {})", names())),
+                .ok_or_else(|| {
+                    format!(
+                        "no package '{name}' in the workspace (packages: {})",
+                        names()
+                    )
+                }),
             None => {
                 let with_bins: Vec<&Package> = packages
                     .iter()
@@ -315,10 +322,16 @@ impl Project {
                     .collect();
                 match with_bins.as_slice() {
                     [one] => Ok(one),
-                    [] => Err(format!("no package with a binary in the workspace (packages: {})", names())),
+                    [] => Err(format!(
+                        "no package with a binary in the workspace (packages: {})",
+                        names()
+                    )),
                     many => Err(format!(
                         "several packages have binaries ({}): choose one with --package",
-                        many.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+                        many.iter()
+                            .map(|p| p.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )),
                 }
             }
@@ -333,8 +346,10 @@ impl Project {
             .find(|f| f.contains("jemalloc") && f.contains("prof"))
             .or_else(|| {
                 package.features.iter().find_map(|(f, enables)| {
-                    (matches!(f.as_str(), "profiling" | "heap-profiling" | "heap_profiling")
-                        && enables.iter().any(|e| e.contains("jemalloc")))
+                    (matches!(
+                        f.as_str(),
+                        "profiling" | "heap-profiling" | "heap_profiling"
+                    ) && enables.iter().any(|e| e.contains("jemalloc")))
                     .then_some(f)
                 })
             })
@@ -419,7 +434,9 @@ mod tests {
     const DEMO: &str = include_str!("../../demo/node/Cargo.toml");
 
     fn exists(path: &str) -> bool {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path).exists()
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(path)
+            .exists()
     }
 
     fn this_workspace() -> Project {
@@ -435,14 +452,27 @@ mod tests {
     #[test]
     fn reads_this_workspace() {
         let project = this_workspace();
-        let names: Vec<&str> = project.packages().iter().map(|(_, p)| p.name.as_str()).collect();
+        let names: Vec<&str> = project
+            .packages()
+            .iter()
+            .map(|(_, p)| p.name.as_str())
+            .collect();
         assert_eq!(names, vec!["devprof", "demo-node"]);
         let demo = project.choose_package(Some("demo-node")).unwrap();
-        assert_eq!(demo.bins, vec![("demo-node".to_string(), "demo/node/src/main.rs".to_string())]);
+        assert_eq!(
+            demo.bins,
+            vec![("demo-node".to_string(), "demo/node/src/main.rs".to_string())]
+        );
         // Two packages with binaries: one must be named.
         let err = project.choose_package(None).unwrap_err();
-        assert!(err.contains("devprof") && err.contains("demo-node"), "{err}");
-        assert!(project.choose_package(Some("reth")).unwrap_err().contains("packages: devprof, demo-node"));
+        assert!(
+            err.contains("devprof") && err.contains("demo-node"),
+            "{err}"
+        );
+        assert!(project
+            .choose_package(Some("reth"))
+            .unwrap_err()
+            .contains("packages: devprof, demo-node"));
     }
 
     #[test]
@@ -454,12 +484,16 @@ mod tests {
             JemallocProfiling::BuiltIn("tikv-jemalloc-ctl".into())
         );
         let devprof = project.choose_package(Some("devprof")).unwrap();
-        assert_eq!(project.jemalloc_profiling(devprof), JemallocProfiling::NoJemalloc);
+        assert_eq!(
+            project.jemalloc_profiling(devprof),
+            JemallocProfiling::NoJemalloc
+        );
     }
 
     #[test]
     fn skeleton_stubs_every_target_of_this_workspace() {
-        let files = this_workspace().skeleton(&[(".cargo/config.toml".into(), b"[build]\n".to_vec())]);
+        let files =
+            this_workspace().skeleton(&[(".cargo/config.toml".into(), b"[build]\n".to_vec())]);
         let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
         for want in [
             "Cargo.toml",
@@ -472,7 +506,13 @@ mod tests {
         ] {
             assert!(paths.contains(&want), "{want} missing from {paths:?}");
         }
-        let stub = |p: &str| files.iter().find(|(f, _)| f == p).map(|(_, d)| d.clone()).unwrap();
+        let stub = |p: &str| {
+            files
+                .iter()
+                .find(|(f, _)| f == p)
+                .map(|(_, d)| d.clone())
+                .unwrap()
+        };
         assert_eq!(stub("demo/node/src/main.rs"), b"fn main() {}\n");
         assert_eq!(stub("src/lib.rs"), b"");
         assert_eq!(stub("demo/node/Cargo.toml"), DEMO.as_bytes());
@@ -516,11 +556,18 @@ tikv-jemallocator = { workspace = true, optional = true }
             ],
             lock_file: None,
         };
-        let names: Vec<&str> = project.packages().iter().map(|(_, p)| p.name.as_str()).collect();
+        let names: Vec<&str> = project
+            .packages()
+            .iter()
+            .map(|(_, p)| p.name.as_str())
+            .collect();
         assert_eq!(names, vec!["reth", "reth-db"]);
         let reth = project.choose_package(None).unwrap();
         assert_eq!(reth.name, "reth");
-        assert_eq!(project.jemalloc_profiling(reth), JemallocProfiling::Feature("jemalloc-prof".into()));
+        assert_eq!(
+            project.jemalloc_profiling(reth),
+            JemallocProfiling::Feature("jemalloc-prof".into())
+        );
         let skeleton = project.skeleton(&[]);
         let paths: Vec<&str> = skeleton.iter().map(|(p, _)| p.as_str()).collect();
         assert!(paths.contains(&"bin/reth/build.rs"));

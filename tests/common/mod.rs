@@ -162,3 +162,81 @@ pub fn container_processes(container: &str) -> String {
         "for d in /proc/[0-9]*; do tr '\\0' ' ' < $d/cmdline 2>/dev/null; echo; done",
     ])
 }
+
+/// The repository root (where compose/, dockerfiles/ and Cargo.toml are).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Removes the image tag when the test ends, whatever happens.
+pub struct ImageGuard(pub String);
+
+impl Drop for ImageGuard {
+    fn drop(&mut self) {
+        let _ = Command::new("docker").args(["rmi", "-f", &self.0]).output();
+    }
+}
+
+/// Builds an image from a Dockerfile given as text, with no context (COPY --from only).
+pub fn build_image_from_text(tag: &str, dockerfile: &str) -> ImageGuard {
+    use std::io::Write;
+    let mut child = Command::new("docker")
+        .args(["build", "-q", "-t", tag, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("docker CLI");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(dockerfile.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "docker build {tag} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ImageGuard(tag.to_string())
+}
+
+/// `docker-compose` with the given arguments.
+pub fn docker_compose(cwd: &Path, args: &[&str]) -> Output {
+    Command::new("docker-compose")
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .expect("docker-compose")
+}
+
+/// Takes a compose project down (containers and volumes) when the test ends.
+pub struct ComposeGuard {
+    pub cwd: PathBuf,
+    pub args: Vec<String>,
+}
+
+impl Drop for ComposeGuard {
+    fn drop(&mut self) {
+        let mut args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        args.extend(["down", "-v", "--remove-orphans", "-t", "1"]);
+        let _ = docker_compose(&self.cwd, &args);
+    }
+}
+
+/// Whether the engine accepts `--cap-add PERFMON` (asked directly, with the docker CLI).
+pub fn engine_knows_perfmon() -> bool {
+    let name = unique("devprof-test-perfmon");
+    let out = docker(&[
+        "create",
+        "--name",
+        &name,
+        "--cap-add",
+        "PERFMON",
+        &base_image(),
+        "true",
+    ]);
+    let _ = docker(&["rm", "-f", &name]);
+    out.status.success()
+}
