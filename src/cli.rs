@@ -9,9 +9,10 @@ use std::path::PathBuf;
     name = "devprof",
     version,
     about = "Profile the containers of a docker-compose devnet",
-    long_about = "Profile the containers of a docker-compose devnet: CPU flamegraphs from perf \
-                  running inside the container, with every artifact saved under \
-                  profiling/<container>/.\n\nSettings come from flags, then the environment, \
+    long_about = "Profile the containers of a docker-compose devnet: CPU and off-CPU flamegraphs \
+                  from perf (inside the container, or in a sidecar beside it), jemalloc heap \
+                  profiles, profiling images and a diagnosis of what is missing, with every \
+                  artifact saved under profiling/<container>/.\n\nSettings come from flags, then the environment, \
                   then .env in the current directory, then defaults (see .env.example).",
     after_help = "Examples:\n  devprof cpu op-reth-seq 60\n  devprof cpu demo-seq 1m30s --call-graph dwarf\n  \
                   devprof cpu --process 'reth node' op-reth-seq 30s"
