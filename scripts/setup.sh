@@ -16,6 +16,8 @@ missing=()
 command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
 command -v docker >/dev/null || missing+=(docker.io)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
+# perf on the host: `devprof render FILE.data` uses it (the captures use the containers').
+command -v perf >/dev/null || missing+=(linux-perf)
 if [ "${#missing[@]}" -gt 0 ]; then
   say "installing ${missing[*]}"
   as_root apt-get update -qq

@@ -171,6 +171,26 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// Lists `dir/name` among the files devprof wrote, with its size on disk; returns the
+    /// path and size for the closing summary.
+    pub fn record_file(&mut self, dir: &Path, name: &str) -> (PathBuf, u64) {
+        let path = dir.join(name);
+        let bytes = file_size(&path);
+        self.files.push(FileRecord {
+            name: name.to_string(),
+            bytes,
+        });
+        (path, bytes)
+    }
+
+    /// `record_file` for each of a stem's extensions.
+    pub fn record_stem_files(&mut self, stem: &Stem, extensions: &[&str]) -> Vec<(PathBuf, u64)> {
+        extensions
+            .iter()
+            .map(|ext| self.record_file(stem.dir(), &stem.file_name(ext)))
+            .collect()
+    }
+
     /// Writes the manifest to the stem's .json, listing itself among the files.
     pub fn write(&mut self, stem: &Stem) -> Result<PathBuf> {
         let path = stem.path("json");

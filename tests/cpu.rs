@@ -65,8 +65,7 @@ fn cpu_capture_of_demo_seq_writes_every_artifact_with_symbols() {
         "hash_chain not in the top 3: {top3:?}"
     );
 
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    let manifest = read_manifest(&stem);
     assert_eq!(manifest["kind"], "cpu");
     assert_eq!(manifest["container"]["name"], DEMO_SEQ);
     assert_eq!(manifest["sample_count"].as_u64().unwrap(), folded.total());
@@ -257,8 +256,7 @@ fn sigint_mid_capture_keeps_what_was_recorded_and_leaves_no_perf_behind() {
         svg.trim_end().ends_with("</svg>") && svg.contains("demo_node::workloads::hash_chain"),
         "SVG incomplete"
     );
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    let manifest = read_manifest(&stem);
     assert_eq!(manifest["interrupted"], true);
     let recorded = manifest["duration_recorded_s"].as_f64().unwrap();
     assert!(

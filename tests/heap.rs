@@ -88,8 +88,7 @@ fn check_capture(cwd: &Path) -> serde_json::Value {
             path.display()
         );
     }
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    let manifest = read_manifest(&stem);
     assert_eq!(manifest["kind"], "heap");
     let dumps = manifest["heap"]["dumps"].as_array().unwrap();
     assert_eq!(dumps.len(), 1);

@@ -16,8 +16,7 @@ fn capture(cwd: &Path, config: &str) -> (Value, std::path::PathBuf) {
         .success()
         .stdout(predicate::str::contains("files written"));
     let stem = only_capture(cwd, DEMO_SEQ, "offcpu-");
-    let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    let manifest = read_manifest(&stem);
     for ext in ["data", "folded", "svg", "txt"] {
         assert!(with_ext(&stem, ext).exists(), "{ext} missing");
     }
@@ -159,8 +158,7 @@ fn pagefaults_config_counts_major_faults_from_target_in_dotenv() {
         .assert()
         .success();
     let stem = only_capture(cwd.path(), DEMO_SEQ, "offcpu-");
-    let m: Value =
-        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    let m = read_manifest(&stem);
     assert!(
         count(&m, "major-faults") > 0,
         "no major faults from mmap_reads: {}",

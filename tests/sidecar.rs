@@ -81,8 +81,7 @@ fn plain_container_is_profiled_from_a_sidecar_with_symbols_and_no_leftover() {
         svg.contains("demo_node::workloads::hash_chain"),
         "hash_chain not symbolized through /proc/<pid>/root"
     );
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    let manifest = read_manifest(&stem);
     let mode = manifest["capture_mode"].as_str().unwrap();
     assert!(
         mode.starts_with("sidecar") && mode.contains("cap_add"),
@@ -163,8 +162,7 @@ fn sigint_mid_sidecar_capture_leaves_no_container_and_keeps_the_artifacts() {
     let stem = only_capture(cwd.path(), &plain.0, "perf-");
     let svg = std::fs::read_to_string(with_ext(&stem, "svg")).unwrap();
     assert!(svg.trim_end().ends_with("</svg>") && svg.contains("hash_chain"));
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(with_ext(&stem, "json")).unwrap()).unwrap();
+    let manifest = read_manifest(&stem);
     assert_eq!(manifest["interrupted"], true);
     assert!(
         sidecars_of(&plain.0).is_empty(),

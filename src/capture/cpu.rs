@@ -3,7 +3,7 @@
 
 use super::{
     cleanup_workdir, download_data, ensure_data_written, find_target, make_workdir, record,
-    stream_script, thousands, truncate, Target, Window,
+    stream_script, truncate, Target, Window,
 };
 use crate::error::{Error, Result};
 use crate::fold::{self, Folded};
@@ -12,7 +12,8 @@ use crate::progress;
 use crate::render::{self, SvgSpec};
 use crate::settings::CpuSettings;
 use crate::signals::Interrupts;
-use crate::store::{self, ContainerRecord, FileRecord, Manifest, PerfRecord, ProcessRecord, Stem};
+use crate::store::{self, ContainerRecord, Manifest, PerfRecord, ProcessRecord, Stem};
+use crate::units::thousands;
 use chrono::Local;
 use std::collections::BTreeMap;
 use std::io::BufWriter;
@@ -84,14 +85,7 @@ async fn record_and_analyse(
         "-e".into(),
         access.event.clone(),
     ];
-    if target.perf.supports_zstd {
-        record_argv.push("-z".into());
-    }
-    record_argv.extend(sleep_window(
-        target.process.pid,
-        &data_in_container,
-        settings.duration,
-    ));
+    record_argv.extend(record_tail(target, &data_in_container, settings.duration));
 
     let label = format!(
         "recording {container} ({} Hz {})",
@@ -147,7 +141,7 @@ async fn record_and_analyse(
             spinner.finish_and_clear();
             // perf.data is already home: keep it, with a manifest saying what happened.
             manifest.notes.push("interrupted while folding; the .data file holds the whole recording".into());
-            manifest.files.push(FileRecord { name: stem.file_name("data"), bytes: store::file_size(&stem.path("data")) });
+            manifest.record_stem_files(&stem, &["data"]);
             let _ = std::fs::remove_file(stem.path("script"));
             manifest.write(&stem)?;
             return Err(Error::Interrupted);
@@ -223,7 +217,7 @@ async fn record_and_analyse(
     if settings.keep_script {
         extensions.push("script");
     }
-    let mut files = record_files(&mut manifest, &stem, &extensions);
+    let mut files = manifest.record_stem_files(&stem, &extensions);
 
     let mut warnings = Vec::new();
     if samples < LOW_SAMPLE_WARNING {
@@ -264,36 +258,23 @@ pub fn symfs_args(target: &Target) -> Vec<String> {
     }
 }
 
-/// `-p PID -o FILE -- sleep SECONDS`: record that process for the window.
-pub fn sleep_window(pid: u32, output: &str, duration: Duration) -> Vec<String> {
-    vec![
+/// The end every `perf record` shares: `[-z] -p PID -o FILE -- sleep SECONDS`, recording
+/// the target process for the window, compressed where this perf can.
+pub fn record_tail(target: &Target, output: &str, duration: Duration) -> Vec<String> {
+    let mut tail: Vec<String> = Vec::new();
+    if target.perf.supports_zstd {
+        tail.push("-z".into());
+    }
+    tail.extend([
         "-p".into(),
-        pid.to_string(),
+        target.process.pid.to_string(),
         "-o".into(),
         output.to_string(),
         "--".into(),
         "sleep".into(),
         format!("{}", duration.as_secs_f64()),
-    ]
-}
-
-/// Lists the stem's files with their sizes in the manifest; returns them for the summary.
-pub fn record_files(
-    manifest: &mut Manifest,
-    stem: &Stem,
-    extensions: &[&str],
-) -> Vec<(PathBuf, u64)> {
-    let mut files = Vec::new();
-    for ext in extensions {
-        let path = stem.path(ext);
-        let bytes = store::file_size(&path);
-        manifest.files.push(FileRecord {
-            name: stem.file_name(ext),
-            bytes,
-        });
-        files.push((path, bytes));
-    }
-    files
+    ]);
+    tail
 }
 
 pub fn subtitle(target: &Target, frequency: u32, call_graph: &str) -> String {

@@ -17,7 +17,6 @@ use crate::settings::CaptureMode;
 use crate::signals::Interrupts;
 use crate::store::Stem;
 use crate::target::{resolve_container, select_process, ContainerInfo, ProcInfo, ProcessSelector};
-pub use crate::units::thousands;
 use std::io::{BufRead, BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -3,10 +3,10 @@
 //! stream `perf script` through the one-pass aggregator, and write the summary, the
 //! event-count flamegraph and, with sched_switch, the off-CPU time flamegraph.
 
-use super::cpu::{manifest_for, record_files, sleep_window, subtitle, write_folded, write_svg};
+use super::cpu::{manifest_for, record_tail, subtitle, write_folded, write_svg};
 use super::{
     cleanup_workdir, download_data, ensure_data_written, find_target, make_workdir, record,
-    stream_script, thousands, Target, Window,
+    stream_script, Target, Window,
 };
 use crate::docker::{ContainerShell, ExecOutput};
 use crate::error::{Error, Result};
@@ -20,6 +20,7 @@ use crate::render::SvgSpec;
 use crate::settings::{OffcpuSettings, SummaryMode};
 use crate::signals::Interrupts;
 use crate::store::{self, Manifest, Stem};
+use crate::units::thousands;
 use chrono::Local;
 use inferno::flamegraph::color::{BasicPalette, Palette};
 use std::collections::BTreeMap;
@@ -245,14 +246,7 @@ async fn record_and_summarize(
         // Switch-in records: the end of each off-CPU interval.
         record_argv.push("--switch-events".into());
     }
-    if target.perf.supports_zstd {
-        record_argv.push("-z".into());
-    }
-    record_argv.extend(sleep_window(
-        target.process.pid,
-        &data_in_container,
-        settings.duration,
-    ));
+    record_argv.extend(record_tail(target, &data_in_container, settings.duration));
 
     let label = format!(
         "recording {container} ({} events from {})",
@@ -352,7 +346,15 @@ async fn record_and_summarize(
                     })
                     .await
                     .map_err(|e| Error::io("summary task", std::io::Error::other(e)))?
-                    .map_err(|e| Error::io(format!("read {}", local_data.display()), e))?;
+                    .map_err(|e| {
+                        Error::io(
+                            format!(
+                            "read {} in fast mode (--full summarizes it with perf script instead)",
+                            local_data.display()
+                        ),
+                            e,
+                        )
+                    })?;
                 Ok((
                     aggregator,
                     ExecOutput {
@@ -369,7 +371,7 @@ async fn record_and_summarize(
             spinner.finish_and_clear();
             let mut manifest = manifest_for(target, "offcpu", &settings.target, recording.window, settings.duration, recording.interrupted);
             manifest.notes.push("interrupted while summarizing; the .data file holds the whole recording".into());
-            record_files(&mut manifest, &stem, &["data"]);
+            manifest.record_stem_files(&stem, &["data"]);
             let _ = std::fs::remove_file(stem.path("script"));
             manifest.write(&stem)?;
             return Err(Error::Interrupted);
@@ -508,7 +510,7 @@ async fn record_and_summarize(
     manifest.timings_ms = timings;
     manifest.notes = notes.into_iter().chain(warnings.iter().cloned()).collect();
     manifest.offcpu = Some(summary);
-    let mut files = record_files(&mut manifest, &stem, &extensions);
+    let mut files = manifest.record_stem_files(&stem, &extensions);
     let manifest_path = manifest.write(&stem)?;
     files.push((manifest_path.clone(), store::file_size(&manifest_path)));
     Ok(OffcpuOutcome {

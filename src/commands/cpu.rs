@@ -1,34 +1,30 @@
 //! `devprof cpu`: run the capture, then print the closing summary.
 
-use crate::capture::{self, cpu::CpuOutcome, thousands};
+use crate::capture::{self, cpu::CpuOutcome};
 use crate::cli::CpuArgs;
+use crate::commands::output;
 use crate::error::Result;
 use crate::settings::CpuSettings;
 use crate::signals::Interrupts;
-pub use crate::units::human_bytes;
+use crate::units::thousands;
 use std::path::PathBuf;
 
 pub async fn run(args: CpuArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
     let settings = CpuSettings::from_args(args, output_dir)?;
     let outcome = capture::cpu::run_cpu(&settings, interrupts).await?;
-    if settings.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json_summary(&outcome)).unwrap_or_default()
-        );
-    } else {
-        print!("{}", human_summary(&outcome));
-    }
-    for warning in &outcome.warnings {
-        eprintln!("warning: {warning}");
-    }
+    output::emit(
+        settings.json,
+        || json_summary(&outcome),
+        || human_summary(&outcome),
+        &outcome.warnings,
+    );
     Ok(())
 }
 
 fn json_summary(outcome: &CpuOutcome) -> serde_json::Value {
     serde_json::json!({
         "manifest": outcome.manifest_path,
-        "files": outcome.files.iter().map(|(p, b)| serde_json::json!({"path": p, "bytes": b})).collect::<Vec<_>>(),
+        "files": output::files_json(&outcome.files),
         "samples": outcome.manifest.sample_count,
         "event": outcome.manifest.events.first(),
         "duration_s": outcome.manifest.duration_recorded_s,
@@ -67,14 +63,7 @@ pub fn human_summary(outcome: &CpuOutcome) -> String {
             out.push_str(&format!("  {share:5.1}%  {name}\n"));
         }
     }
-    out.push_str("files written:\n");
-    for (path, bytes) in &outcome.files {
-        out.push_str(&format!(
-            "  {:>10}  {}\n",
-            human_bytes(*bytes),
-            path.display()
-        ));
-    }
+    out.push_str(&output::files_written(&outcome.files));
     if let Some((svg, _)) = outcome
         .files
         .iter()

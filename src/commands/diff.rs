@@ -4,11 +4,11 @@
 use super::render::{describe_filter, write_svg};
 use super::table::{self, pct, Align};
 use crate::analysis::diff::{compare, differential_lines, DiffRow, Measure};
-use crate::capture::thousands;
 use crate::cli::DiffArgs;
 use crate::error::{Error, Result};
 use crate::loader::{self, Loaded};
 use crate::store_settings::{DiffSettings, SvgOutput};
+use crate::units::thousands;
 use std::path::PathBuf;
 
 pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {

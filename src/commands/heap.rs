@@ -1,27 +1,23 @@
 //! `devprof heap`: obtain and render the heap dumps, then print the closing summary.
 
 use crate::cli::HeapArgs;
-use crate::commands::cpu::human_bytes;
+use crate::commands::output;
 use crate::error::Result;
 use crate::heap::capture::{run_heap, HeapOutcome};
 use crate::settings::HeapSettings;
 use crate::signals::Interrupts;
+use crate::units::{human_bytes, thousands};
 use std::path::PathBuf;
 
 pub async fn run(args: HeapArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
     let settings = HeapSettings::from_args(args, output_dir)?;
     let outcome = run_heap(&settings, interrupts).await?;
-    if settings.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json_summary(&outcome)).unwrap_or_default()
-        );
-    } else {
-        print!("{}", human_summary(&outcome));
-    }
-    for warning in &outcome.warnings {
-        eprintln!("warning: {warning}");
-    }
+    output::emit(
+        settings.json,
+        || json_summary(&outcome),
+        || human_summary(&outcome),
+        &outcome.warnings,
+    );
     Ok(())
 }
 
@@ -29,7 +25,7 @@ fn json_summary(outcome: &HeapOutcome) -> serde_json::Value {
     let heap = outcome.manifest.heap.clone().unwrap_or_default();
     serde_json::json!({
         "manifest": outcome.manifest_path,
-        "files": outcome.files.iter().map(|(p, b)| serde_json::json!({"path": p, "bytes": b})).collect::<Vec<_>>(),
+        "files": output::files_json(&outcome.files),
         "measure": heap.measure,
         "how": heap.how,
         "dumps": heap.dumps,
@@ -61,7 +57,7 @@ fn human_summary(outcome: &HeapOutcome) -> String {
         m.process.pid,
         heap.measure,
         human_bytes(heap.total_bytes),
-        crate::capture::thousands(heap.total_objects),
+        thousands(heap.total_objects),
         heap.dumps.len(),
         if heap.dumps.len() == 1 { "" } else { "s" },
         heap.how
@@ -79,14 +75,7 @@ fn human_summary(outcome: &HeapOutcome) -> String {
             ));
         }
     }
-    out.push_str("files written:\n");
-    for (path, bytes) in &outcome.files {
-        out.push_str(&format!(
-            "  {:>10}  {}\n",
-            human_bytes(*bytes),
-            path.display()
-        ));
-    }
+    out.push_str(&output::files_written(&outcome.files));
     for (path, _) in &outcome.files {
         match path.extension().and_then(|e| e.to_str()) {
             Some("svg") => out.push_str(&format!("memory flamegraph: {}\n", path.display())),

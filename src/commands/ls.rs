@@ -1,12 +1,11 @@
 //! `devprof ls`: the captures in the store, from their manifests.
 
-use super::cpu::human_bytes;
 use super::table::{self, Align};
-use crate::capture::thousands;
 use crate::catalog::{self, Capture};
 use crate::cli::LsArgs;
 use crate::error::Result;
 use crate::store_settings::LsSettings;
+use crate::units::{human_bytes, thousands};
 use chrono::Local;
 use std::path::PathBuf;
 

@@ -8,6 +8,7 @@ pub mod fold;
 pub mod heap;
 pub mod ls;
 pub mod offcpu;
+pub mod output;
 pub mod render;
 pub mod summarize;
 pub mod table;

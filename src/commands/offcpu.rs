@@ -2,7 +2,7 @@
 
 use crate::capture::offcpu::{run_offcpu, OffcpuOutcome};
 use crate::cli::OffcpuArgs;
-use crate::commands::cpu::human_bytes;
+use crate::commands::output;
 use crate::error::Result;
 use crate::settings::OffcpuSettings;
 use crate::signals::Interrupts;
@@ -11,24 +11,19 @@ use std::path::PathBuf;
 pub async fn run(args: OffcpuArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
     let settings = OffcpuSettings::from_args(args, output_dir)?;
     let outcome = run_offcpu(&settings, interrupts).await?;
-    if settings.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json_summary(&outcome)).unwrap_or_default()
-        );
-    } else {
-        print!("{}", human_summary(&outcome));
-    }
-    for warning in &outcome.warnings {
-        eprintln!("warning: {warning}");
-    }
+    output::emit(
+        settings.json,
+        || json_summary(&outcome),
+        || human_summary(&outcome),
+        &outcome.warnings,
+    );
     Ok(())
 }
 
 fn json_summary(outcome: &OffcpuOutcome) -> serde_json::Value {
     serde_json::json!({
         "manifest": outcome.manifest_path,
-        "files": outcome.files.iter().map(|(p, b)| serde_json::json!({"path": p, "bytes": b})).collect::<Vec<_>>(),
+        "files": output::files_json(&outcome.files),
         "events": outcome.manifest.events,
         "config": outcome.manifest.config,
         "duration_s": outcome.manifest.duration_recorded_s,
@@ -40,14 +35,8 @@ fn json_summary(outcome: &OffcpuOutcome) -> serde_json::Value {
 
 fn human_summary(outcome: &OffcpuOutcome) -> String {
     let mut out = outcome.summary_text.clone();
-    out.push_str("\nfiles written:\n");
-    for (path, bytes) in &outcome.files {
-        out.push_str(&format!(
-            "  {:>10}  {}\n",
-            human_bytes(*bytes),
-            path.display()
-        ));
-    }
+    out.push('\n');
+    out.push_str(&output::files_written(&outcome.files));
     for (path, _) in &outcome.files {
         let name = path.to_string_lossy();
         if name.ends_with(".offcpu.svg") {

@@ -19,8 +19,15 @@ pub fn run(args: SummarizeArgs) -> Result<()> {
         None => Aggregator::new(Mode::Fast),
     };
     let started = std::time::Instant::now();
-    let records = perfdata::for_each_record(path, |r| aggregator.add(r))
-        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    let records = perfdata::for_each_record(path, |r| aggregator.add(r)).map_err(|e| {
+        Error::io(
+            format!(
+                "read {} (expected a perf.data written by `devprof offcpu`)",
+                path.display()
+            ),
+            e,
+        )
+    })?;
     let window_s = manifest
         .as_ref()
         .map(|m| m.duration_recorded_s)

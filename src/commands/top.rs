@@ -3,11 +3,11 @@
 
 use super::table::{self, pct, Align};
 use crate::analysis::top::{self, Callers, Row};
-use crate::capture::thousands;
 use crate::cli::TopArgs;
 use crate::error::{Error, Result};
 use crate::loader;
 use crate::store_settings::TopSettings;
+use crate::units::thousands;
 use std::path::PathBuf;
 
 pub fn run(args: TopArgs, output_dir: PathBuf) -> Result<()> {

@@ -32,7 +32,7 @@ use crate::progress;
 use crate::render::SvgSpec;
 use crate::settings::{HeapSettings, HeapSource};
 use crate::signals::Interrupts;
-use crate::store::{self, ContainerRecord, FileRecord, Manifest, ProcessRecord, Stem};
+use crate::store::{self, ContainerRecord, Manifest, ProcessRecord, Stem};
 use crate::target::{resolve_container, ContainerInfo, ProcInfo, ProcessSelector};
 use chrono::Local;
 use std::collections::{BTreeMap, HashMap};
@@ -695,7 +695,7 @@ async fn analyse(
             truncate(&target.process.cmdline, 60),
             obtained.merged.len(),
             if obtained.merged.len() == 1 { "" } else { "s" },
-            crate::heap::report::human(profile.total_bytes),
+            crate::units::human_bytes(profile.total_bytes),
             Local::now().format("%Y-%m-%d %H:%M:%S")
         )),
         count_name: "bytes".into(),
@@ -717,26 +717,12 @@ async fn analyse(
         timings.clone(),
         period,
     );
-    let mut files = Vec::new();
-    for d in &obtained.collected {
-        let name = &local_names[&d.name];
-        let path = dir.join(name);
-        let bytes = store::file_size(&path);
-        manifest.files.push(FileRecord {
-            name: name.clone(),
-            bytes,
-        });
-        files.push((path, bytes));
-    }
-    for ext in HEAP_EXTENSIONS {
-        let path = stem.path(ext);
-        let bytes = store::file_size(&path);
-        manifest.files.push(FileRecord {
-            name: stem.file_name(ext),
-            bytes,
-        });
-        files.push((path, bytes));
-    }
+    let mut files: Vec<(PathBuf, u64)> = obtained
+        .collected
+        .iter()
+        .map(|d| manifest.record_file(&dir, &local_names[&d.name]))
+        .collect();
+    files.extend(manifest.record_stem_files(stem, HEAP_EXTENSIONS));
     manifest.notes.extend(warnings.iter().cloned());
     let manifest_path = manifest.write(stem)?;
     files.push((manifest_path.clone(), store::file_size(&manifest_path)));

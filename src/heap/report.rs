@@ -4,8 +4,7 @@
 use crate::fold::Folded;
 use crate::heap::parse::{unbias, HeapDump, Measure};
 use crate::heap::symbolize::{Resolved, SymbolizeStats};
-/// Bytes for people: `512 B`, `12.3 KiB`, `110.5 MiB`.
-pub use crate::units::human_bytes as human;
+use crate::units::human_bytes as human;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -411,7 +410,7 @@ pub fn percent(part: u64, whole: u64) -> f64 {
 
 /// `1234567` -> `1,234,567`.
 pub fn group(n: u64) -> String {
-    crate::capture::thousands(n)
+    crate::units::thousands(n)
 }
 
 #[cfg(test)]

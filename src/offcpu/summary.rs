@@ -4,7 +4,7 @@
 
 use super::script::{Frame, Record, Sample};
 use crate::fold::Folded;
-pub use crate::units::human_bytes;
+use crate::units::human_bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;

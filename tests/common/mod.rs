@@ -148,6 +148,13 @@ pub fn only_capture(cwd: &Path, container: &str, prefix: &str) -> PathBuf {
     stems.pop().unwrap()
 }
 
+/// A capture's manifest, as JSON.
+pub fn read_manifest(stem: &Path) -> serde_json::Value {
+    let path = with_ext(stem, "json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 pub fn with_ext(stem: &Path, ext: &str) -> PathBuf {
     PathBuf::from(format!("{}.{ext}", stem.display()))
 }
