@@ -6,8 +6,10 @@
 #   3. the demo node image, built from source by `devprof build source` (the Rust source
 #      Dockerfile: frame pointers, full debuginfo, perf and jemalloc's tools; the
 #      dependencies stay in a cached layer until Cargo.lock or a manifest changes), the
-#      plain image and the profiler image (`devprof build tools` over the base image),
-#   4. the containers, then waits until the node runs in both.
+#      plain image, and — at the same time, in the background — the runtime images
+#      (JVM, Node, Python, Go) and the profiler image of sidecars
+#      (scripts/runtime-images.sh),
+#   4. the containers, then waits until each service's program runs.
 # Idempotent: re-running rebuilds what changed and recreates containers whose image changed.
 #
 # Environment: DEVPROF_DEMO_IMAGE (image tag, default devprof-demo-node:latest),
@@ -23,7 +25,10 @@ export DEVPROF_DEMO_IMAGE="${DEVPROF_DEMO_IMAGE:-devprof-demo-node:latest}"
 BASE_IMAGE="${DEVPROF_BASE_IMAGE:-debian:bookworm-slim}"
 PROJECT=devprof-demo
 COMPOSE=(docker-compose -f "$ROOT/compose/demo.yml" -p "$PROJECT")
-SERVICES=(demo-seq demo-rpc)
+SERVICES=(demo-seq demo-rpc demo-jvm demo-js demo-py demo-go)
+# The program each service runs (pgrep -x), for the wait at the end.
+declare -A PROGRAM=([demo-seq]=demo-node [demo-rpc]=demo-node [demo-jvm]=java
+                    [demo-js]=node [demo-py]=python3 [demo-go]=demo-go)
 WAIT_SECS="${DEVPROF_TESTBED_WAIT:-60}"
 
 say() { echo "testbed-up: $*"; }
@@ -45,6 +50,13 @@ RUST_IMAGE="${DEVPROF_RUST_IMAGE:-rust:1-slim-bookworm}"
 say "rust image $RUST_IMAGE"
 DEVPROF_RUST_IMAGE="$RUST_IMAGE" DEVPROF_BASE_IMAGE="$BASE_IMAGE" "$ROOT/scripts/rust-image.sh"
 
+# The runtime images and the profiler image take minutes of downloads and compiles that
+# do not depend on devprof: they build in the background meanwhile.
+RUNTIME_LOG="$(mktemp /tmp/devprof-runtime-images.XXXXXX)"
+say "runtime and profiler images (scripts/runtime-images.sh, in the background)"
+"$ROOT/scripts/runtime-images.sh" >"$RUNTIME_LOG" 2>&1 &
+RUNTIME_PID=$!
+
 # 2. devprof (it builds the images) and the demo-node binary (for the plain image).
 locked=()
 [ -f Cargo.lock ] && locked=(--locked)
@@ -59,7 +71,7 @@ DEVPROF="$TARGET_DIR/release/devprof"
 # 3. The demo node image, built from source by devprof itself. Its log goes to a file
 #    (shown when the build fails); the summary and the image check are printed.
 LOGS="$(mktemp -d /tmp/devprof-testbed-logs.XXXXXX)"
-trap 'rm -rf "$LOGS"' EXIT
+trap 'rm -rf "$LOGS"; kill "$RUNTIME_PID" 2>/dev/null || true' EXIT
 devprof_build() {
   local log="$LOGS/$1.log"; shift
   if ! "$DEVPROF" build "$@" >"$log.out" 2>"$log"; then
@@ -94,12 +106,15 @@ if ! docker build --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$PLAIN_IMAGE" "$PLAIN
 fi
 rm -rf "$PLAIN_CTX"
 
-# The profiler image sidecars run: the tools layer (perf, procps and binutils) over the
-# base image, built by devprof.
-PROFILER_IMAGE="${DEVPROF_PROFILER_IMAGE:-devprof-profiler:latest}"
-say "devprof build tools $BASE_IMAGE -t $PROFILER_IMAGE (the profiler image sidecars run)"
-devprof_build profiler tools "$BASE_IMAGE" --tag "$PROFILER_IMAGE" \
-  || die "devprof build of $PROFILER_IMAGE failed"
+# The runtime images and the profiler image sidecars run (perf, procps, binutils, curl,
+# py-spy).
+if ! wait "$RUNTIME_PID"; then
+  cat "$RUNTIME_LOG" >&2
+  rm -f "$RUNTIME_LOG"
+  die "building the runtime images failed"
+fi
+sed 's/^/testbed-up:   /' "$RUNTIME_LOG"
+rm -f "$RUNTIME_LOG"
 
 # The containers bind-mount the host's tracefs; it must be mounted before they start.
 if ! grep -qs ' /sys/kernel/tracing tracefs ' /proc/mounts; then
@@ -131,18 +146,18 @@ fi
 # Drop superseded demo node images: untagged ones no container uses any more.
 docker image prune -f --filter label=devprof.image=demo-node >/dev/null || true
 
-say "waiting for demo-node in ${SERVICES[*]}"
+say "waiting for the programs of ${SERVICES[*]}"
 deadline=$((SECONDS + WAIT_SECS))
 for svc in "${SERVICES[@]}"; do
   while :; do
     state="$(docker inspect -f '{{.State.Status}}' "$svc" 2>/dev/null || echo missing)"
-    if [ "$state" = running ] && pid="$(docker exec "$svc" pgrep -x demo-node 2>/dev/null)"; then
-      say "$svc: running, demo-node pid $(echo "$pid" | tr '\n' ' ')(in the container)"
+    if [ "$state" = running ] && pid="$(docker exec "$svc" pgrep -x "${PROGRAM[$svc]}" 2>/dev/null)"; then
+      say "$svc: running, ${PROGRAM[$svc]} pid $(echo "$pid" | tr '\n' ' ')(in the container)"
       break
     fi
     if [ "$state" = exited ] || [ "$state" = dead ] || [ "$SECONDS" -ge "$deadline" ]; then
       docker logs --tail 30 "$svc" >&2 || true
-      die "$svc is not running demo-node (state: $state)"
+      die "$svc is not running ${PROGRAM[$svc]} (state: $state)"
     fi
     sleep 1
   done
