@@ -7,8 +7,9 @@
 //! rate on the dump's own addresses (opening the files included), then on a batch of
 //! 100,000 return addresses spread over the main binary's executable mapping (steady state).
 
-use devprof::heap::parse::{parse_dump, CountPair, Counts, HeapDump, Stack};
-use devprof::heap::symbolize::{symbolize_dumps, ModuleSymbols};
+use devprof::profile::heap::parse::{parse_dump, CountPair, Counts, HeapDump, Stack};
+use devprof::profile::heap::symbolize::symbolize_dumps;
+use devprof::symbols::module::ModuleSymbols;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;

@@ -1,41 +1,31 @@
 //! devprof: profile the containers of a docker-compose devnet.
 //!
-//! Layout: `cli` (raw arguments) -> `settings` (validated) -> `commands` (one per
-//! subcommand) -> `capture` (recipes) over `docker` (the only module that talks to the
-//! engine) and `perf` (what perf can do there); `fold`/`render` are pure analysis;
-//! `store` owns paths and manifests. The store commands: `catalog` (captures listed from
-//! their manifests, retention) and `loader` (reading profiles) feed `analysis` (pure:
-//! filter, top, diff); `store_settings` validates their flags.
+//! The data path, top to bottom (ARCHITECTURE.md has the map): `cli` (raw arguments) ->
+//! `settings` (validated once) -> `commands` (one per subcommand) -> `capture` (sessions:
+//! target, window, signals, clean-up; the cpu/offcpu/heap recipes) over `engines` (perf;
+//! how each profiler starts, stops and reads its output) and `docker` (the only module that
+//! talks to the engine) -> `symbols` (demangling, the symbolizer, ELF facts) -> `profile`
+//! (pure analysis: folded stacks, filters, top/diff, off-CPU and heap parsing) -> `render`
+//! -> `store` (paths, manifests, catalog, retention). `setup` holds build, compose and
+//! doctor; `runtime` says what runs in a process; `ui`, `units`, `text` and `signals` are
+//! shared helpers.
 
-pub mod analysis;
-pub mod archive;
-pub mod binary;
 pub mod capture;
-pub mod catalog;
 pub mod cli;
 pub mod commands;
-pub mod composefile;
 pub mod docker;
-pub mod doctor;
-pub mod duration;
-pub mod elf;
+pub mod engines;
 pub mod error;
-pub mod fold;
-pub mod heap;
-pub mod imagebuild;
-pub mod loader;
-pub mod offcpu;
-pub mod perf;
-pub mod perfdata;
-pub mod pipe;
-pub mod progress;
+pub mod profile;
 pub mod render;
+pub mod runtime;
 pub mod settings;
-pub mod setup_settings;
+pub mod setup;
 pub mod signals;
 pub mod store;
-pub mod store_settings;
-pub mod target;
+pub mod symbols;
+pub mod text;
+pub mod ui;
 pub mod units;
 
 pub use error::{exit, Error};

@@ -90,15 +90,15 @@ fn build_source_makes_the_demo_node_image_with_symbols_debuginfo_and_frame_point
         &format!("{name}:/usr/local/bin/demo-node"),
         local.to_str().unwrap(),
     ]);
-    let elf = devprof::elf::read_file(&local).unwrap();
+    let elf = devprof::symbols::elf::read_file(&local).unwrap();
     assert!(elf.has_symbols() && elf.has_debug_info(), "{elf:?}");
     assert_eq!(
         elf.frame_pointers.verdict,
-        devprof::elf::FpVerdict::Yes,
+        devprof::symbols::elf::FpVerdict::Yes,
         "{:?}",
         elf.frame_pointers
     );
-    assert_eq!(elf.jemalloc, devprof::elf::Jemalloc::Prefixed);
+    assert_eq!(elf.jemalloc, devprof::symbols::elf::Jemalloc::Prefixed);
     let perf = docker_ok(&["run", "--rm", "--entrypoint", "perf", &tag, "--version"]);
     assert!(perf.starts_with("perf version"), "{perf}");
     let jeprof = docker(&[

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use devprof::fold::Folded;
+use devprof::profile::folded::Folded;
 use predicates::prelude::*;
 use std::time::{Duration, Instant};
 
@@ -34,8 +34,10 @@ fn cpu_capture_of_demo_seq_writes_every_artifact_with_symbols() {
 
     let folded =
         Folded::from_folded_text(&std::fs::read_to_string(with_ext(&stem, "folded")).unwrap());
+    // devprof's own low-sample threshold: below it the summary warns. The count itself
+    // depends on the CPU the node gets on a shared two-core machine, not on devprof.
     assert!(
-        folded.total() >= 2000,
+        folded.total() >= devprof::capture::cpu::LOW_SAMPLE_WARNING,
         "only {} samples in 5 s",
         folded.total()
     );

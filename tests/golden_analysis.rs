@@ -14,9 +14,9 @@
 //! shares = count / the profile's own total; differential lines = before * after_total /
 //! before_total, rounded down). Percentages are compared to 4 decimals.
 
-use devprof::analysis::diff::{compare, differential_lines, Measure};
-use devprof::analysis::top::{by_inclusive, by_self, callers, modules, Row, NO_CALLER, OTHER};
-use devprof::fold::Folded;
+use devprof::profile::diff::{compare, differential_lines, Measure};
+use devprof::profile::folded::Folded;
+use devprof::profile::top::{by_inclusive, by_self, callers, modules, Row, NO_CALLER, OTHER};
 use regex::Regex;
 
 const SEQ: &str = include_str!("data/cpu-demo-seq.folded");
@@ -188,7 +188,7 @@ fn module_shares_by_crate() {
 /// (name, before, after, before %, after %, change) to 4 decimals.
 type Change = (String, u64, u64, String, String, String);
 
-fn changes(rows: &[&devprof::analysis::diff::DiffRow]) -> Vec<Change> {
+fn changes(rows: &[&devprof::profile::diff::DiffRow]) -> Vec<Change> {
     rows.iter()
         .map(|r| {
             (

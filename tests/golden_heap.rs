@@ -16,10 +16,13 @@
 //! `expected.folded` and `expected.txt` are devprof's own output, reviewed and kept to
 //! catch changes (DEVPROF_BLESS=1 rewrites them).
 
-use devprof::heap::parse::{parse_dump, HeapDump, Measure};
-use devprof::heap::report::{build_profile, render_text, sites, HeapProfile, ReportHeader};
-use devprof::heap::symbolize::{symbolize_dumps, ModuleSymbols, SymbolizeStats};
+use devprof::profile::heap::parse::{parse_dump, HeapDump, Measure};
+use devprof::profile::heap::report::{
+    build_profile, render_text, sites, HeapProfile, ReportHeader,
+};
+use devprof::profile::heap::symbolize::{symbolize_dumps, SymbolizeStats};
 use devprof::render::{write_svg, SvgSpec};
+use devprof::symbols::module::ModuleSymbols;
 use std::collections::HashMap;
 use std::path::PathBuf;
 

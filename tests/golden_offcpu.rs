@@ -7,8 +7,8 @@
 //! The expected figures were computed by an independent script over the same text
 //! (per-thread switch-out to switch-in intervals, exit return values), not by devprof.
 
-use devprof::offcpu::script::for_each_record;
-use devprof::offcpu::summary::{Aggregator, Mode, Outcome, Summary};
+use devprof::profile::offcpu::script::for_each_record;
+use devprof::profile::offcpu::summary::{Aggregator, Mode, Outcome, Summary};
 use std::collections::BTreeMap;
 
 const CONTEXT_SWITCHES: &str = include_str!("data/perf-script-contextswitches.txt");
@@ -125,7 +125,7 @@ fn fast_mode_gives_the_same_counts_without_stacks() {
 #[test]
 fn summary_text_names_groups_readings_and_mode() {
     let out = summarize(IO_BANDWIDTH, Mode::Full, 0.4);
-    let text = devprof::offcpu::summary::render_text(&out.summary, "demo-seq");
+    let text = devprof::profile::offcpu::text::render_text(&out.summary, "demo-seq");
     for needle in [
         "mode: full (stacks symbolized)",
         "syscall I/O: 20 reads (676.0 KiB), 20 writes (676.0 KiB) from syscall return values",

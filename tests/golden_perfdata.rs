@@ -4,8 +4,8 @@
 //! files (the text is too large to commit): event counts, per-thread switch-out to
 //! switch-in time, syscall return bytes, block_rq_issue bytes.
 
-use devprof::offcpu::summary::{Aggregator, Mode, Outcome};
-use devprof::perfdata;
+use devprof::profile::offcpu::summary::{Aggregator, Mode, Outcome};
+use devprof::profile::perfdata;
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use devprof::fold::Folded;
+use devprof::profile::folded::Folded;
 use predicates::prelude::*;
 use std::collections::HashMap;
 use std::path::Path;

@@ -72,7 +72,7 @@ fn plain_container_is_profiled_from_a_sidecar_with_symbols_and_no_leftover() {
         ))
         .stdout(predicate::str::contains("via sidecar"));
     let stem = only_capture(cwd.path(), &plain.0, "perf-");
-    let folded = devprof::fold::Folded::from_folded_text(
+    let folded = devprof::profile::folded::Folded::from_folded_text(
         &std::fs::read_to_string(with_ext(&stem, "folded")).unwrap(),
     );
     assert!(folded.total() >= 2000, "only {} samples", folded.total());

@@ -5,20 +5,14 @@
 //! /proc/<pid>/root. The sidecar is labelled, removes itself when its lifetime ends, and
 //! devprof removes it as soon as the capture is over.
 
-use super::{choose_process, Target};
-use crate::docker::{Docker, SidecarSpec};
+use super::{choose_process, Located, Target};
+use crate::docker::probe::ContainerFacts;
+use crate::docker::target::{ContainerInfo, ProcessSelector};
+use crate::docker::SidecarSpec;
+use crate::engines::Engine;
 use crate::error::{Error, Result};
-use crate::perf::{self, ContainerFacts};
-use crate::target::{ContainerInfo, ProcessSelector};
+use crate::text::first_line;
 use std::time::Duration;
-
-/// The profiler image: perf, procps and binutils (`devprof build`; the test bed makes it).
-pub fn profiler_image() -> String {
-    std::env::var("DEVPROF_PROFILER_IMAGE")
-        .ok()
-        .filter(|i| !i.is_empty())
-        .unwrap_or_else(|| "devprof-profiler:latest".to_string())
-}
 
 /// A running sidecar and the privileges it was given.
 #[derive(Debug, Clone)]
@@ -74,13 +68,16 @@ const LADDER: &[Tier] = &[
 /// Longest a sidecar lives, after the capture window, if devprof itself dies.
 const SPARE_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
-pub async fn start(
-    docker: &Docker,
-    container: &ContainerInfo,
+pub async fn start<E: Engine>(
+    engine: &E,
+    located: &Located,
     selector: &ProcessSelector,
+    image: &str,
     needs_tracefs: bool,
-) -> Result<Target> {
-    let image = profiler_image();
+) -> Result<Target<E::Ready>> {
+    let docker = &located.docker;
+    let container = &located.container;
+    let image = image.to_string();
     if !docker.has_image(&image).await {
         return Err(Error::ProfilerImageMissing {
             container: container.name.clone(),
@@ -114,8 +111,8 @@ pub async fn start(
             }
         };
         let shell = docker.shell(&info);
-        match try_tier(&shell, container, selector).await {
-            Ok((facts, perf_tool, process, access)) => {
+        match try_tier(engine, &shell, container, selector, &image).await {
+            Ok((facts, process, ready)) => {
                 if tier.privileged || tier.cap_add.contains(&"SYS_ADMIN") {
                     eprintln!("note: the sidecar needed {}", tier.why);
                 }
@@ -123,9 +120,10 @@ pub async fn start(
                     shell,
                     container: container.clone(),
                     facts,
-                    perf: perf_tool,
                     process,
-                    access,
+                    process_facts: located.process_facts.clone(),
+                    runtime: located.runtime,
+                    ready,
                     sidecar: Some(Sidecar {
                         info,
                         privileges: privileges_text(tier),
@@ -153,30 +151,30 @@ pub async fn start(
     })
 }
 
-async fn try_tier(
+/// Whether the engine may record the process from this sidecar.
+async fn try_tier<E: Engine>(
+    engine: &E,
     shell: &crate::docker::Shell,
     container: &ContainerInfo,
     selector: &ProcessSelector,
-) -> Result<(
-    ContainerFacts,
-    perf::PerfTool,
-    crate::target::ProcInfo,
-    perf::Access,
-)> {
+    image: &str,
+) -> Result<(ContainerFacts, crate::docker::target::ProcInfo, E::Ready)> {
     let facts = ContainerFacts::probe(shell).await?;
-    let perf_tool = perf::find_perf(shell, &facts)
-        .await
-        .map_err(|_| Error::PerfFailed {
-            container: container.name.clone(),
-            step: "profiler sidecar".into(),
-            detail: format!(
-                "the profiler image {} has no working perf; rebuild it with `devprof build`",
-                profiler_image()
-            ),
-        })?;
     let process = choose_process(&facts, selector, &container.name)?;
-    let access = perf::check_access(shell, &perf_tool, &facts, process.pid).await?;
-    Ok((facts, perf_tool, process, access))
+    let ready = engine
+        .prepare(shell, &facts, &process)
+        .await
+        .map_err(|e| match e {
+            Error::PerfMissing { .. } => Error::PerfFailed {
+                container: container.name.clone(),
+                step: "profiler sidecar".into(),
+                detail: format!(
+                    "the profiler image {image} has no working perf; rebuild it with `devprof build`"
+                ),
+            },
+            other => other,
+        })?;
+    Ok((facts, process, ready))
 }
 
 fn privileges_text(tier: &Tier) -> String {
@@ -190,8 +188,4 @@ fn privileges_text(tier: &Tier) -> String {
         }
     }
     parts.join(", ")
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or(text)
 }

@@ -2,14 +2,14 @@
 
 use crate::cli::BuildArgs;
 use crate::error::{Error, Result};
-use crate::imagebuild;
-use crate::setup_settings::BuildSettings;
+use crate::settings::setup::BuildSettings;
+use crate::setup::build;
 
 pub async fn run(args: BuildArgs) -> Result<()> {
     let settings = BuildSettings::from_args(args)?;
-    let outcome = imagebuild::build(&settings).await?;
-    print!("{}", imagebuild::summary(&outcome));
-    let problems = imagebuild::problems(&outcome);
+    let outcome = build::build(&settings).await?;
+    print!("{}", build::summary(&outcome));
+    let problems = build::problems(&outcome);
     if !problems.is_empty() {
         return Err(Error::ImageNotReady {
             image: outcome.tag,

@@ -1,10 +1,10 @@
 //! `devprof clean --older AGE`: retention. Removes the files the manifests of old captures
 //! list, inside their directories, never through a link, each manifest last.
 
-use crate::catalog::{self, Action};
 use crate::cli::CleanArgs;
 use crate::error::Result;
-use crate::store_settings::CleanSettings;
+use crate::settings::store::CleanSettings;
+use crate::store::catalog::{self, Action};
 use crate::units::human_bytes;
 use chrono::Local;
 use std::path::PathBuf;

@@ -3,10 +3,10 @@
 //! the override file next to it, and print the command that uses both.
 
 use crate::cli::ComposeArgs;
-use crate::composefile::{self, CapabilityChoice, OverrideOptions};
 use crate::docker::Docker;
 use crate::error::{Error, Result};
-use crate::setup_settings::ComposeSettings;
+use crate::settings::setup::ComposeSettings;
+use crate::setup::compose::{self, CapabilityChoice, OverrideOptions};
 use std::path::Path;
 
 /// The named volume mounted at /profiling.
@@ -25,11 +25,11 @@ pub async fn run(args: ComposeArgs) -> Result<()> {
     let text = std::fs::read_to_string(&settings.file)
         .map_err(|e| Error::io(format!("read {file_name}"), e))?;
     let env_vars = match std::fs::read_to_string(&settings.env_file) {
-        Ok(text) => composefile::parse_env_file(&text),
+        Ok(text) => compose::parse_env_file(&text),
         Err(_) => Default::default(),
     };
     let lookup = |k: &str| std::env::var(k).ok().or_else(|| env_vars.get(k).cloned());
-    let file = composefile::parse(&text, &lookup).map_err(compose_error)?;
+    let file = compose::parse(&text, &lookup).map_err(compose_error)?;
 
     let docker = Docker::connect().await;
     let mut notes = Vec::new();
@@ -88,8 +88,7 @@ pub async fn run(args: ComposeArgs) -> Result<()> {
             services.join(", ")
         ),
     };
-    let (yaml, override_notes) =
-        composefile::make_override(&file, &options).map_err(compose_error)?;
+    let (yaml, override_notes) = compose::make_override(&file, &options).map_err(compose_error)?;
     notes.extend(override_notes);
     std::fs::write(&settings.output, yaml)
         .map_err(|e| Error::io(format!("write {override_name}"), e))?;
@@ -98,8 +97,11 @@ pub async fn run(args: ComposeArgs) -> Result<()> {
         format!("cap_add {}", choice.caps.join(", ")),
         "security_opt seccomp=unconfined".into(),
     ];
-    given.push(format!("tracefs at {}", composefile::TRACEFS));
-    given.push(format!("volume {VOLUME} at {}", composefile::PROFILING_DIR));
+    given.push(format!("tracefs at {}", compose::overlay::TRACEFS));
+    given.push(format!(
+        "volume {VOLUME} at {}",
+        compose::overlay::PROFILING_DIR
+    ));
     if settings.heap {
         given.push("jemalloc heap profiling (_RJEM_MALLOC_CONF and MALLOC_CONF)".into());
     }
@@ -130,7 +132,7 @@ async fn capabilities(
     settings: &ComposeSettings,
     docker: Option<&Docker>,
     services: &[String],
-    file: &composefile::ComposeFile,
+    file: &compose::ComposeFile,
     notes: &mut Vec<String>,
 ) -> Result<CapabilityChoice> {
     if settings.privileged {
@@ -142,7 +144,7 @@ async fn capabilities(
              'unknown capability', run again with --sys-admin"
                 .into(),
         );
-        return Ok(composefile::choose_capabilities(
+        return Ok(compose::choose_capabilities(
             settings.sys_admin,
             &Ok(()),
             "",
@@ -151,7 +153,7 @@ async fn capabilities(
     };
     let kernel = docker.engine_version().await?.kernel;
     if settings.sys_admin {
-        return Ok(composefile::choose_capabilities(
+        return Ok(compose::choose_capabilities(
             true,
             &Ok(()),
             &kernel,
@@ -183,7 +185,7 @@ async fn capabilities(
             Ok(())
         }
     };
-    Ok(composefile::choose_capabilities(
+    Ok(compose::choose_capabilities(
         false,
         &perfmon,
         &kernel,

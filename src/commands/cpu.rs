@@ -2,10 +2,10 @@
 
 use crate::capture::{self, cpu::CpuOutcome};
 use crate::cli::CpuArgs;
-use crate::commands::output;
 use crate::error::Result;
 use crate::settings::CpuSettings;
 use crate::signals::Interrupts;
+use crate::ui::output;
 use crate::units::thousands;
 use std::path::PathBuf;
 
@@ -27,6 +27,9 @@ fn json_summary(outcome: &CpuOutcome) -> serde_json::Value {
         "files": output::files_json(&outcome.files),
         "samples": outcome.manifest.sample_count,
         "event": outcome.manifest.events.first(),
+        "engine": outcome.manifest.engine,
+        "runtime": outcome.manifest.runtime,
+        "process": outcome.manifest.process,
         "duration_s": outcome.manifest.duration_recorded_s,
         "interrupted": outcome.manifest.interrupted,
         "top_functions": outcome.manifest.top_functions,
@@ -53,6 +56,7 @@ pub fn human_summary(outcome: &CpuOutcome) -> String {
         m.events.join(","),
         m.frequency_hz
     ));
+    out.push_str(&output::process_line(m));
     if let Some(mode) = &m.capture_mode {
         out.push_str(&format!("via {mode}\n"));
     }

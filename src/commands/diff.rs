@@ -1,13 +1,14 @@
 //! `devprof diff BEFORE AFTER`: a differential flamegraph and the functions whose share
 //! of the samples grew or shrank most.
 
-use super::render::{describe_filter, write_svg};
-use super::table::{self, pct, Align};
-use crate::analysis::diff::{compare, differential_lines, DiffRow, Measure};
 use crate::cli::DiffArgs;
 use crate::error::{Error, Result};
-use crate::loader::{self, Loaded};
-use crate::store_settings::{DiffSettings, SvgOutput};
+use crate::profile::diff::{compare, differential_lines, DiffRow, Measure};
+use crate::profile::folded::Folded;
+use crate::render::{write_svg_lines_to, SvgOutput};
+use crate::settings::store::DiffSettings;
+use crate::store::loader::{self, Loaded};
+use crate::ui::table::{self, pct, Align};
 use crate::units::thousands;
 use std::path::PathBuf;
 
@@ -15,7 +16,7 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
     let settings = DiffSettings::from_args(args, output_dir)?;
     let before = loader::load(&settings.before, &settings.output_dir)?;
     let after = loader::load(&settings.after, &settings.output_dir)?;
-    let filtered = |l: &Loaded| -> Result<crate::fold::Folded> {
+    let filtered = |l: &Loaded| -> Result<Folded> {
         let f = settings.filter.apply(&l.folded);
         if f.is_empty() {
             return Err(Error::EmptyProfile {
@@ -46,9 +47,9 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
         thousands(a.total())
     );
     if !settings.filter.is_noop() {
-        subtitle.push_str(&format!("; {}", describe_filter(&settings.filter)));
+        subtitle.push_str(&format!("; {}", settings.filter.describe()));
     }
-    write_svg(
+    write_svg_lines_to(
         &settings.svg.output,
         &lines,
         &title,

@@ -2,9 +2,9 @@
 //! check that blocks profiling failed.
 
 use crate::cli::DoctorArgs;
-use crate::doctor::{self, checks};
 use crate::error::{exit, Error, Result};
-use crate::setup_settings::DoctorSettings;
+use crate::settings::setup::DoctorSettings;
+use crate::setup::doctor::{self, checks};
 
 pub async fn run(args: DoctorArgs) -> Result<()> {
     let settings = DoctorSettings::from_args(args)?;

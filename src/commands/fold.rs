@@ -3,7 +3,7 @@
 
 use crate::cli::FoldArgs;
 use crate::error::{Error, Result};
-use crate::fold::fold_perf_script;
+use crate::profile::folded::fold_perf_script;
 use crate::render::{write_svg, SvgSpec};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};

@@ -1,11 +1,11 @@
 //! `devprof heap`: obtain and render the heap dumps, then print the closing summary.
 
+use crate::capture::heap::{run_heap, HeapOutcome};
 use crate::cli::HeapArgs;
-use crate::commands::output;
 use crate::error::Result;
-use crate::heap::capture::{run_heap, HeapOutcome};
 use crate::settings::HeapSettings;
 use crate::signals::Interrupts;
+use crate::ui::output;
 use crate::units::{human_bytes, thousands};
 use std::path::PathBuf;
 
@@ -62,6 +62,7 @@ fn human_summary(outcome: &HeapOutcome) -> String {
         if heap.dumps.len() == 1 { "" } else { "s" },
         heap.how
     ));
+    out.push_str(&output::process_line(m));
     for d in &heap.dumps {
         out.push_str(&format!("  dump {} (seq {}, {})\n", d.name, d.seq, d.kind));
     }

@@ -1,10 +1,10 @@
 //! `devprof ls`: the captures in the store, from their manifests.
 
-use super::table::{self, Align};
-use crate::catalog::{self, Capture};
 use crate::cli::LsArgs;
 use crate::error::Result;
-use crate::store_settings::LsSettings;
+use crate::settings::store::LsSettings;
+use crate::store::catalog::{self, Capture};
+use crate::ui::table::{self, Align};
 use crate::units::{human_bytes, thousands};
 use chrono::Local;
 use std::path::PathBuf;

@@ -8,8 +8,6 @@ pub mod fold;
 pub mod heap;
 pub mod ls;
 pub mod offcpu;
-pub mod output;
 pub mod render;
 pub mod summarize;
-pub mod table;
 pub mod top;

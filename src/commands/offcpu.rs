@@ -2,10 +2,10 @@
 
 use crate::capture::offcpu::{run_offcpu, OffcpuOutcome};
 use crate::cli::OffcpuArgs;
-use crate::commands::output;
 use crate::error::Result;
 use crate::settings::OffcpuSettings;
 use crate::signals::Interrupts;
+use crate::ui::output;
 use std::path::PathBuf;
 
 pub async fn run(args: OffcpuArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
@@ -35,6 +35,7 @@ fn json_summary(outcome: &OffcpuOutcome) -> serde_json::Value {
 
 fn human_summary(outcome: &OffcpuOutcome) -> String {
     let mut out = outcome.summary_text.clone();
+    out.push_str(&output::process_line(&outcome.manifest));
     out.push('\n');
     out.push_str(&output::files_written(&outcome.files));
     for (path, _) in &outcome.files {

@@ -4,8 +4,9 @@
 
 use crate::cli::SummarizeArgs;
 use crate::error::{Error, Result};
-use crate::offcpu::summary::{render_text, Aggregator, Mode};
-use crate::perfdata;
+use crate::profile::offcpu::summary::{Aggregator, Mode};
+use crate::profile::offcpu::text::render_text;
+use crate::profile::perfdata;
 use crate::store::Manifest;
 
 pub fn run(args: SummarizeArgs) -> Result<()> {

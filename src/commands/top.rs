@@ -1,12 +1,12 @@
 //! `devprof top FILE|TARGET`: the heaviest functions of a profile, who calls a family of
 //! frames, and how the samples split between modules.
 
-use super::table::{self, pct, Align};
-use crate::analysis::top::{self, Callers, Row};
 use crate::cli::TopArgs;
 use crate::error::{Error, Result};
-use crate::loader;
-use crate::store_settings::TopSettings;
+use crate::profile::top::{self, Callers, Row};
+use crate::settings::store::TopSettings;
+use crate::store::loader;
+use crate::ui::table::{self, pct, Align};
 use crate::units::thousands;
 use std::path::PathBuf;
 

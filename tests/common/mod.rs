@@ -30,8 +30,26 @@ pub fn devnet_ready(test: &str) -> bool {
             panic!("{test}: {why}");
         }
         eprintln!("{test}: NOT RUN: {why}");
+        record_not_run(test);
     }
     up
+}
+
+/// Where tests that returned early list themselves, so a local run that says "ok" but
+/// ran nothing is not mistaken for a pass (scripts/test.sh prints the count).
+pub fn not_run_list() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("devprof-not-run.txt")
+}
+
+fn record_not_run(test: &str) {
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(not_run_list())
+    {
+        let _ = writeln!(f, "{test}");
+    }
 }
 
 /// A scratch directory to run devprof in, so `profiling/` lands there.

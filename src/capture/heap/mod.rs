@@ -1,0 +1,307 @@
+//! The heap recipe: find the process, check that jemalloc profiling is on, obtain dumps
+//! (fresh ones over a window, or ones already written), bring them and the binaries they
+//! reference home through the archive API, symbolize, and write the folded stacks, the
+//! memory flamegraph, the text report and the manifest.
+//!
+//! How fresh dumps are obtained: a process cannot be made to call `prof.dump` from outside
+//! without a debugger (none in node images, and ptrace would stop it), so devprof uses what
+//! the program offers. When it catches DEVPROF_HEAP_DUMP_SIGNAL (SIGUSR2; the convention:
+//! the program calls jemalloc's `prof.dump` on it, as the demo node does), devprof sends it
+//! at the start and at the end of the window, so the newest dump is the heap as the window
+//! closes. Interval dumps (`lg_prof_interval`) written during the window are collected too;
+//! they come every 2^N allocated bytes, so a quiet process may write none in a window and a
+//! busy one many, which is why the signal is preferred when the program has it. A signal the
+//! process does not catch would kill it (SIGUSR2's default action), so devprof checks the
+//! process's caught-signal mask first and never sends one that is not caught.
+
+mod dumps;
+mod report;
+
+use crate::docker::target::{ContainerInfo, ProcInfo, ProcessSelector};
+use crate::docker::{ContainerShell, Shell};
+use crate::error::{Error, Result};
+use crate::profile::heap::dumps::{catches, split_prefix, DumpFile, JemallocConf};
+use crate::profile::heap::parse::Measure;
+use crate::runtime::{ProcessFacts, Runtime};
+use crate::settings::{HeapSettings, HeapSource};
+use crate::signals::Interrupts;
+use crate::store::{self, Manifest, Stem};
+use chrono::Local;
+use dumps::{existing_dumps, fresh_dumps};
+use report::analyse;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long a requested dump may take to appear and settle.
+pub(super) const DUMP_WAIT: Duration = Duration::from_secs(15);
+pub(super) const POLL: Duration = Duration::from_millis(200);
+/// Rows of each table in the text report.
+pub(super) const REPORT_ROWS: usize = 25;
+/// The extensions a heap capture writes next to its manifest.
+pub const HEAP_EXTENSIONS: &[&str] = &["folded", "svg", "txt"];
+/// Where binaries fetched for symbols are cached, inside the container's store directory.
+pub const SYMBOL_CACHE: &str = ".symbols";
+
+/// What a finished heap capture produced.
+#[derive(Debug)]
+pub struct HeapOutcome {
+    pub manifest: Manifest,
+    pub manifest_path: PathBuf,
+    pub files: Vec<(PathBuf, u64)>,
+    pub warnings: Vec<String>,
+    pub report: String,
+}
+
+/// The process and what its jemalloc is set up to do.
+pub(super) struct HeapTarget {
+    pub(super) shell: Shell,
+    pub(super) container: ContainerInfo,
+    pub(super) process: ProcInfo,
+    pub(super) process_facts: ProcessFacts,
+    pub(super) runtime: Runtime,
+    pub(super) conf_variable: String,
+    pub(super) conf_text: String,
+    pub(super) conf: JemallocConf,
+    pub(super) dump_dir: String,
+    pub(super) dump_base: String,
+    pub(super) catches_signal: bool,
+}
+
+/// Dumps obtained for the capture: every one brought home, and those merged.
+pub(super) struct Obtained {
+    pub(super) collected: Vec<DumpFile>,
+    pub(super) merged: Vec<DumpFile>,
+    pub(super) how: String,
+    pub(super) window: Option<Duration>,
+    pub(super) interrupted: bool,
+}
+
+pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> Result<HeapOutcome> {
+    let mut timings = BTreeMap::new();
+    let t = Instant::now();
+    let target =
+        find_heap_target(&settings.target, &settings.process, settings.signal.number).await?;
+    if settings.measure == Measure::Allocated && !target.conf.accumulates() {
+        return Err(Error::Usage(format!(
+            "--alloc needs accumulated counts, which jemalloc writes only with prof_accum:true; process {} of '{}' \
+             runs with {}={}\n  add prof_accum:true to {} and restart the process, or drop --alloc (in-use bytes)",
+            target.process.pid, target.container.name, target.conf_variable, target.conf_text, target.conf_variable
+        )));
+    }
+    let mut warnings = Vec::new();
+    if !target.conf.active() {
+        warnings.push(format!(
+            "prof_active:false in {}: jemalloc takes no samples until profiling is activated (mallctl prof.active)",
+            target.conf_variable
+        ));
+    }
+    timings.insert("probe".to_string(), t.elapsed().as_millis() as u64);
+
+    let t = Instant::now();
+    let obtained = match &settings.source {
+        HeapSource::Existing(selection) => existing_dumps(&target, selection).await?,
+        HeapSource::Window(window) => {
+            fresh_dumps(&target, *window, &settings.signal, interrupts).await?
+        }
+    };
+    timings.insert("obtain".to_string(), t.elapsed().as_millis() as u64);
+    // A Ctrl-C not spent on ending the window: stop before writing anything.
+    if interrupts.pending() {
+        return Err(Error::Interrupted);
+    }
+
+    // Every check passed: from here on, files are written.
+    let dir = store::container_dir(&settings.output_dir, &target.container.name);
+    let stem = Stem::reserve(&dir, "heap", Local::now())?;
+    let mut downloaded = Vec::new();
+    let result = tokio::select! {
+        r = analyse(&target, &obtained, settings, &stem, &mut downloaded, &mut timings, &mut warnings) => r,
+        _ = interrupts.next() => Err(Error::Interrupted),
+    };
+    match result {
+        Ok((manifest, manifest_path, files, report)) => Ok(HeapOutcome {
+            manifest,
+            manifest_path,
+            files,
+            warnings,
+            report,
+        }),
+        Err(e) => {
+            stem.discard(HEAP_EXTENSIONS);
+            for path in downloaded {
+                let _ = std::fs::remove_file(path);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Connects, resolves the container, finds the process (no perf needed) and reads its
+/// jemalloc settings; fails when profiling is off.
+async fn find_heap_target(
+    target: &str,
+    selector: &ProcessSelector,
+    signal: u32,
+) -> Result<HeapTarget> {
+    let super::Located {
+        container,
+        shell,
+        process,
+        process_facts,
+        runtime,
+        ..
+    } = super::locate(target, selector).await?;
+    let probe = shell.sh(&jemalloc_probe_script(process.pid)).await?;
+    let facts = JemallocFacts::parse(&probe.stdout);
+    let (variable, value) = facts.conf();
+    let conf = JemallocConf::parse(&value.clone().unwrap_or_default());
+    if !conf.profiling() {
+        let found = match &value {
+            None if facts.uses_jemalloc() => format!("{variable} is not set"),
+            None => format!(
+                "{variable} is not set, and no jemalloc was found in the program (a program with another allocator has no jemalloc heap profiles)"
+            ),
+            Some(v) => format!("{variable}={v} has no prof:true"),
+        };
+        return Err(Error::HeapProfilingOff {
+            container: container.name.clone(),
+            pid: process.pid,
+            program: process.program().to_string(),
+            variable,
+            found,
+        });
+    }
+    let (dump_dir, dump_base) = split_prefix(conf.prefix(), facts.cwd.as_deref().unwrap_or("/"));
+    Ok(HeapTarget {
+        catches_signal: facts.sigcgt.as_deref().is_some_and(|m| catches(m, signal)),
+        shell,
+        container,
+        process,
+        process_facts,
+        runtime,
+        conf_variable: variable,
+        conf_text: value.unwrap_or_default(),
+        conf,
+        dump_dir,
+        dump_base,
+    })
+}
+
+/// Prints `env`, `cwd`, `sigcgt` and `reads` (the variable the program's jemalloc reads,
+/// found in its binary) lines for `pid`.
+fn jemalloc_probe_script(pid: u32) -> String {
+    format!(
+        r#"p={pid}
+tr '\0' '\n' < /proc/$p/environ 2>/dev/null | while IFS= read -r l; do
+  case "$l" in _RJEM_MALLOC_CONF=*|MALLOC_CONF=*) printf 'env\t%s\n' "$l";; esac
+done
+printf 'cwd\t%s\n' "$(readlink /proc/$p/cwd 2>/dev/null)"
+while read -r k v _; do [ "$k" = SigCgt: ] && printf 'sigcgt\t%s\n' "$v"; done < /proc/$p/status
+while read -r _ _ _ _ _ f; do case "$f" in *jemalloc*) printf 'lib\t%s\n' "$f";; esac; done < /proc/$p/maps
+if command -v grep >/dev/null 2>&1; then
+  if grep -q -a _RJEM_MALLOC_CONF /proc/$p/exe 2>/dev/null; then printf 'reads\t_RJEM_MALLOC_CONF\n'
+  elif grep -q -a MALLOC_CONF /proc/$p/exe 2>/dev/null; then printf 'reads\tMALLOC_CONF\n'
+  fi
+fi
+"#
+    )
+}
+
+#[derive(Debug, Default, PartialEq)]
+struct JemallocFacts {
+    env: Vec<(String, String)>,
+    cwd: Option<String>,
+    sigcgt: Option<String>,
+    reads: Option<String>,
+    jemalloc_libs: Vec<String>,
+}
+
+impl JemallocFacts {
+    fn parse(text: &str) -> Self {
+        let mut f = JemallocFacts::default();
+        for line in text.lines() {
+            let Some((k, v)) = line.split_once('\t') else {
+                continue;
+            };
+            match k {
+                "env" => {
+                    if let Some((name, value)) = v.split_once('=') {
+                        f.env.push((name.to_string(), value.to_string()));
+                    }
+                }
+                "cwd" if !v.trim().is_empty() => f.cwd = Some(v.trim().to_string()),
+                "sigcgt" => f.sigcgt = Some(v.trim().to_string()),
+                "reads" => f.reads = Some(v.trim().to_string()),
+                "lib" => f.jemalloc_libs.push(v.trim().to_string()),
+                _ => {}
+            }
+        }
+        f
+    }
+
+    fn uses_jemalloc(&self) -> bool {
+        self.reads.is_some() || !self.jemalloc_libs.is_empty()
+    }
+
+    /// The variable this program's jemalloc reads and its value: the one found in the
+    /// binary; else a set one (prefixed first); else `MALLOC_CONF` (unprefixed builds).
+    fn conf(&self) -> (String, Option<String>) {
+        let value_of = |name: &str| {
+            self.env
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let variable = match &self.reads {
+            Some(v) => v.clone(),
+            None if !self.jemalloc_libs.is_empty() => "MALLOC_CONF".to_string(),
+            None => ["_RJEM_MALLOC_CONF", "MALLOC_CONF"]
+                .into_iter()
+                .find(|n| value_of(n).is_some_and(|v| JemallocConf::parse(&v).profiling()))
+                .or_else(|| {
+                    ["_RJEM_MALLOC_CONF", "MALLOC_CONF"]
+                        .into_iter()
+                        .find(|n| value_of(n).is_some())
+                })
+                .unwrap_or(
+                    "_RJEM_MALLOC_CONF (tikv-jemallocator) or MALLOC_CONF (unprefixed jemalloc)",
+                )
+                .to_string(),
+        };
+        let value = value_of(&variable);
+        (variable, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_facts_name_the_variable_the_program_reads() {
+        let f = JemallocFacts::parse(
+            "env\t_RJEM_MALLOC_CONF=prof:true,prof_prefix:/profiling/jeprof.x\nenv\tMALLOC_CONF=prof:false\n\
+             cwd\t/\nsigcgt\t0000000100004c42\nreads\t_RJEM_MALLOC_CONF\n",
+        );
+        assert_eq!(
+            f.conf(),
+            (
+                "_RJEM_MALLOC_CONF".into(),
+                Some("prof:true,prof_prefix:/profiling/jeprof.x".into())
+            )
+        );
+        assert!(f.uses_jemalloc());
+        assert!(catches(f.sigcgt.as_deref().unwrap(), 12));
+
+        // Unprefixed jemalloc as a shared library: MALLOC_CONF, unset.
+        let g =
+            JemallocFacts::parse("lib\t/usr/lib/x86_64-linux-gnu/libjemalloc.so.2\ncwd\t/srv\n");
+        assert_eq!(g.conf(), ("MALLOC_CONF".into(), None));
+
+        // No grep in the image, nothing set: both names are offered.
+        let h = JemallocFacts::parse("cwd\t/\n");
+        assert!(h.conf().0.contains("_RJEM_MALLOC_CONF") && h.conf().0.contains("MALLOC_CONF"));
+        assert!(!h.uses_jemalloc());
+    }
+}

@@ -1,0 +1,415 @@
+//! From dumps on disk to the capture's files: parse, fetch the binaries the stacks point
+//! into (cached in `.symbols/`), symbolize, and write the folded stacks, the memory
+//! flamegraph, the text report and the manifest.
+
+use super::dumps::{dump_names, fetch_dump};
+use super::{HeapTarget, Obtained, HEAP_EXTENSIONS, REPORT_ROWS, SYMBOL_CACHE};
+use crate::capture::manifest::identity;
+use crate::docker::ContainerShell;
+use crate::error::{Error, Result};
+use crate::profile::heap::parse::{parse_dump, HeapDump, Measure};
+use crate::profile::heap::report::{
+    build_profile, own_sites, render_text, top_sites, HeapProfile, ReportHeader,
+};
+use crate::profile::heap::symbolize::{files_needed, symbolize_dumps, SymbolizeStats};
+use crate::profile::heap::{DumpRecord, HeapRecord, ModuleRecord};
+use crate::render::{write_folded_file, write_svg_file, SvgSpec};
+use crate::settings::{HeapSettings, HeapSource};
+use crate::store::{self, Manifest, Stem};
+use crate::symbols::module::{basename, ModuleSymbols, SymbolKind};
+use crate::text::{quote, truncate};
+use crate::ui::progress;
+use crate::units::human_bytes;
+use chrono::Local;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Downloads, parses, symbolizes and writes everything. `downloaded` collects the dump
+/// files written, so a failure can remove them.
+pub(super) async fn analyse(
+    target: &HeapTarget,
+    obtained: &Obtained,
+    settings: &HeapSettings,
+    stem: &Stem,
+    downloaded: &mut Vec<PathBuf>,
+    timings: &mut BTreeMap<String, u64>,
+    warnings: &mut Vec<String>,
+) -> Result<(Manifest, PathBuf, Vec<(PathBuf, u64)>, String)> {
+    let dir = stem.dir().to_path_buf();
+    let t = Instant::now();
+    let spinner = progress::spinner(&format!(
+        "copying {} dump(s) out of {}",
+        obtained.collected.len(),
+        target.container.name
+    ));
+    let mut local_names: HashMap<String, String> = HashMap::new();
+    for d in &obtained.collected {
+        let (local, fresh) = fetch_dump(target, d, &dir)
+            .await
+            .inspect_err(|_| spinner.finish_and_clear())?;
+        if fresh {
+            downloaded.push(dir.join(&local));
+        }
+        local_names.insert(d.name.clone(), local);
+    }
+    spinner.finish_and_clear();
+    timings.insert("download_dumps".to_string(), t.elapsed().as_millis() as u64);
+
+    let t = Instant::now();
+    let mut parsed: Vec<HeapDump> = Vec::new();
+    for d in &obtained.merged {
+        let path = dir.join(&local_names[&d.name]);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        let dump = parse_dump(&text).map_err(|e| Error::HeapDumpInvalid {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        })?;
+        parsed.push(dump);
+    }
+    timings.insert("parse".to_string(), t.elapsed().as_millis() as u64);
+    let dump_refs: Vec<&HeapDump> = parsed.iter().collect();
+    if settings.measure == Measure::Allocated && !dump_refs.iter().any(|d| d.has_accumulated()) {
+        return Err(Error::Usage(format!(
+            "--alloc: the dumps have no accumulated counts (written without prof_accum:true); drop --alloc, or add \
+             prof_accum:true to {} and restart the process",
+            target.conf_variable
+        )));
+    }
+
+    // The binaries the stacks point into, fetched once into the cache.
+    let t = Instant::now();
+    let spinner = progress::spinner("fetching binaries for symbols");
+    let (modules, module_records) = fetch_modules(target, &dump_refs, &dir, warnings).await;
+    spinner.finish_and_clear();
+    timings.insert("fetch_binaries".to_string(), t.elapsed().as_millis() as u64);
+
+    let t = Instant::now();
+    let spinner = progress::spinner("symbolizing");
+    let (resolved, stats) = symbolize_dumps(&dump_refs, &modules);
+    spinner.finish_and_clear();
+    timings.insert("symbolize".to_string(), t.elapsed().as_millis() as u64);
+
+    let t = Instant::now();
+    let profile = build_profile(
+        target.process.program(),
+        &dump_refs,
+        &resolved,
+        settings.measure,
+    );
+    if profile.total_bytes == 0 {
+        return Err(Error::HeapNoDumps {
+            container: target.container.name.clone(),
+            what: format!("the dumps hold no {} bytes", settings.measure.label()),
+            dir: target.dump_dir.clone(),
+            hint: "the process had nothing sampled yet; let it run longer, or lower lg_prof_sample"
+                .into(),
+        });
+    }
+    let gap = profile.header_gap_percent();
+    if gap > 1.0 {
+        warnings.push(format!(
+            "the stacks add up to {} bytes, {gap:.1}% away from the dumps' t*: total of {} bytes",
+            profile.total_bytes, profile.header_bytes
+        ));
+    }
+    let period = dump_refs.first().map(|d| d.sample_period).unwrap_or(0);
+    let subject = format!(
+        "{} (pid {}: {})",
+        target.container.name,
+        target.process.pid,
+        truncate(&target.process.cmdline, 60)
+    );
+    let header = ReportHeader {
+        subject: subject.clone(),
+        dumps: dump_names(&obtained.merged),
+        sample_period: period,
+        symbols: stats.clone(),
+    };
+    let report = render_text(&profile, &header, REPORT_ROWS);
+    write_text(&stem.path("txt"), &report)?;
+    write_folded_file(&profile.folded, &stem.path("folded"))?;
+    let spec = SvgSpec {
+        title: format!(
+            "Heap: {}, {} bytes",
+            target.container.name,
+            settings.measure.label()
+        ),
+        subtitle: Some(format!(
+            "pid {} {} · {} dump{} · {} total · {}",
+            target.process.pid,
+            truncate(&target.process.cmdline, 60),
+            obtained.merged.len(),
+            if obtained.merged.len() == 1 { "" } else { "s" },
+            human_bytes(profile.total_bytes),
+            Local::now().format("%Y-%m-%d %H:%M:%S")
+        )),
+        count_name: "bytes".into(),
+        palette: inferno::flamegraph::color::Palette::Basic(
+            inferno::flamegraph::color::BasicPalette::Mem,
+        ),
+    };
+    write_svg_file(&profile.folded, &spec, &stem.path("svg"))?;
+    timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
+
+    let mut manifest = heap_manifest(
+        target,
+        settings,
+        obtained,
+        &profile,
+        &stats,
+        module_records,
+        &local_names,
+        timings.clone(),
+        period,
+    );
+    let mut files: Vec<(PathBuf, u64)> = obtained
+        .collected
+        .iter()
+        .map(|d| manifest.record_file(&dir, &local_names[&d.name]))
+        .collect();
+    files.extend(manifest.record_stem_files(stem, HEAP_EXTENSIONS));
+    manifest.notes.extend(warnings.iter().cloned());
+    let manifest_path = manifest.write(stem)?;
+    files.push((manifest_path.clone(), store::file_size(&manifest_path)));
+    Ok((manifest, manifest_path, files, report))
+}
+
+pub(super) fn write_text(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| Error::io(format!("write {}", path.display()), e))
+}
+
+/// Fetches every file the stacks point into (once, into `.symbols/<key>/` of the store
+/// directory, keyed by path, size and time in the container) and reads its symbols. A
+/// file that cannot be fetched or read leaves its addresses as module+offset.
+pub(super) async fn fetch_modules(
+    target: &HeapTarget,
+    dumps: &[&HeapDump],
+    dir: &Path,
+    warnings: &mut Vec<String>,
+) -> (HashMap<String, Option<ModuleSymbols>>, Vec<ModuleRecord>) {
+    let paths = files_needed(dumps);
+    let mut modules = HashMap::new();
+    let mut records = Vec::new();
+    if paths.is_empty() {
+        return (modules, records);
+    }
+    let script: String = paths
+        .iter()
+        .map(|p| {
+            format!(
+                "printf 'file\\t%s\\n' \"$(stat -L -c '%s %Y %i' -- {} 2>/dev/null)\"\n",
+                quote(p)
+            )
+        })
+        .collect();
+    let stats: Vec<Option<(u64, i64, u64)>> = match target.shell.sh(&script).await {
+        Ok(out) => {
+            let lines: Vec<&str> = out
+                .stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix("file\t"))
+                .collect();
+            paths
+                .iter()
+                .enumerate()
+                .map(|(i, _)| {
+                    let mut f = lines.get(i)?.split_whitespace();
+                    Some((
+                        f.next()?.parse().ok()?,
+                        f.next()?.parse().ok()?,
+                        f.next()?.parse().ok()?,
+                    ))
+                })
+                .collect()
+        }
+        Err(_) => vec![None; paths.len()],
+    };
+    for (path, stat) in paths.iter().zip(stats) {
+        let mut record = ModuleRecord {
+            path: path.clone(),
+            symbols: String::new(),
+            cached: None,
+        };
+        let Some((size, mtime, inode)) = stat else {
+            record.symbols = "missing: not found in the container".into();
+            warnings.push(format!(
+                "{path} is not in the container any more: its frames stay as {}+offset",
+                basename(path)
+            ));
+            modules.insert(path.clone(), None);
+            records.push(record);
+            continue;
+        };
+        for dump in dumps {
+            if dump
+                .mappings
+                .iter()
+                .any(|m| m.file() == Some(path.as_str()) && m.inode != 0 && m.inode != inode)
+            {
+                warnings.push(format!(
+                    "{path} in the container is not the file the dump mapped (inode changed): names from it may be wrong"
+                ));
+                break;
+            }
+        }
+        let key = cache_key(path, size, mtime);
+        let relative = PathBuf::from(SYMBOL_CACHE).join(&key).join(basename(path));
+        let local = dir.join(&relative);
+        let present =
+            std::fs::symlink_metadata(&local).is_ok_and(|m| m.is_file() && m.len() == size);
+        if !present {
+            // A partial copy from an interrupted run: this cache is devprof's own.
+            if std::fs::symlink_metadata(&local).is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(&local);
+            }
+            let entry = PathBuf::from(basename(path));
+            let rel = relative.clone();
+            let fetched = target
+                .shell
+                .docker()
+                .download(&target.container.name, path, dir, move |e| {
+                    (e == entry).then(|| rel.clone())
+                })
+                .await;
+            if let Err(e) = fetched {
+                record.symbols = format!("missing: {e}");
+                warnings.push(format!("could not copy {path} out of the container ({e}): its frames stay as {}+offset", basename(path)));
+                modules.insert(path.clone(), None);
+                records.push(record);
+                continue;
+            }
+        }
+        record.cached = Some(relative.display().to_string());
+        match ModuleSymbols::from_elf(&local) {
+            Ok(m) => {
+                record.symbols = format!("{:?}", m.kind).to_lowercase();
+                if m.symbol_count() == 0 && m.kind != SymbolKind::Dwarf {
+                    record.symbols = "missing: stripped (no symbol table)".into();
+                }
+                modules.insert(path.clone(), Some(m));
+            }
+            Err(e) => {
+                record.symbols = format!("missing: {e}");
+                modules.insert(path.clone(), None);
+            }
+        }
+        records.push(record);
+    }
+    (modules, records)
+}
+
+/// A stable directory name for one version of a file: FNV-1a of path, size and time.
+pub(super) fn cache_key(path: &str, size: u64, mtime: i64) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in format!("{path}\0{size}\0{mtime}").bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn heap_manifest(
+    target: &HeapTarget,
+    settings: &HeapSettings,
+    obtained: &Obtained,
+    profile: &HeapProfile,
+    stats: &SymbolizeStats,
+    modules: Vec<ModuleRecord>,
+    local_names: &HashMap<String, String>,
+    timings: BTreeMap<String, u64>,
+    period: u64,
+) -> Manifest {
+    let (by_self, by_incl) = top_sites(&profile.folded, 10);
+    let requested = match settings.source {
+        HeapSource::Window(w) => w.as_secs_f64(),
+        HeapSource::Existing(_) => 0.0,
+    };
+    let recorded = obtained
+        .window
+        .map(|w| (w.as_secs_f64() * 1000.0).round() / 1000.0)
+        .unwrap_or(0.0);
+    let record = HeapRecord {
+        measure: settings.measure.label().to_string(),
+        how: obtained.how.clone(),
+        conf_variable: target.conf_variable.clone(),
+        conf: target.conf_text.clone(),
+        dump_dir: target.dump_dir.clone(),
+        dumps: obtained
+            .merged
+            .iter()
+            .map(|d| DumpRecord {
+                name: d.name.clone(),
+                local_name: local_names.get(&d.name).cloned().unwrap_or_default(),
+                pid: d.pid,
+                seq: d.seq,
+                kind: d.kind.describe().to_string(),
+                bytes: d.size,
+                mtime: d.mtime,
+            })
+            .collect(),
+        total_bytes: profile.total_bytes,
+        total_objects: profile.total_objects,
+        header_total_bytes: profile.header_bytes,
+        header_gap_percent: (profile.header_gap_percent() * 1000.0).round() / 1000.0,
+        sample_period: period,
+        stacks: profile.stacks,
+        addresses: stats.addresses,
+        addresses_symbolized: stats.symbolized,
+        bytes_at_unnamed_sites: profile.bytes_at_unnamed_sites,
+        own_sites: own_sites(&profile.folded, 10),
+        modules,
+        top_self: by_self
+            .iter()
+            .map(|s| (s.function.clone(), s.self_bytes))
+            .collect(),
+        top_inclusive: by_incl
+            .iter()
+            .map(|s| (s.function.clone(), s.inclusive_bytes))
+            .collect(),
+    };
+    Manifest {
+        events: vec![format!(
+            "jemalloc heap ({} bytes)",
+            settings.measure.label()
+        )],
+        duration_requested_s: requested,
+        duration_recorded_s: recorded,
+        interrupted: obtained.interrupted,
+        sample_count: profile.total_bytes,
+        unsymbolized_share: if stats.addresses == 0 {
+            0.0
+        } else {
+            1.0 - stats.symbolized as f64 / stats.addresses as f64
+        },
+        top_functions: by_self
+            .iter()
+            .map(|s| (s.function.clone(), s.self_bytes))
+            .collect(),
+        timings_ms: timings,
+        heap: Some(record),
+        ..identity(
+            "heap",
+            &settings.target,
+            &target.container,
+            &target.process,
+            &target.process_facts,
+            target.runtime,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_keys_differ_by_version_and_are_plain_names() {
+        let a = cache_key("/usr/local/bin/demo-node", 10, 1);
+        assert_ne!(a, cache_key("/usr/local/bin/demo-node", 10, 2));
+        assert_eq!(a.len(), 16);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+}

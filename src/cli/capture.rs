@@ -1,0 +1,197 @@
+//! Arguments of the capture commands: cpu, offcpu, heap.
+
+use clap::{Args, ValueEnum};
+
+/// How long a capture records when neither DURATION nor DEVPROF_DURATION says.
+pub const DEFAULT_DURATION: &str = "30s";
+
+#[derive(Debug, Args)]
+pub struct CpuArgs {
+    /// Container name, id prefix, or compose service name.
+    #[arg(env = "DEVPROF_TARGET")]
+    pub target: Option<String>,
+
+    /// How long to record: 60, 45s, 2m, 1m30s.
+    #[arg(env = "DEVPROF_DURATION", default_value = DEFAULT_DURATION)]
+    pub duration: String,
+
+    /// Sampling frequency in Hz.
+    #[arg(long, short = 'F', env = "DEVPROF_FREQUENCY", default_value_t = 999)]
+    pub frequency: u32,
+
+    /// How perf walks the stack: frame pointers (cheap, needs -C force-frame-pointers=yes)
+    /// or DWARF (works without frame pointers, much larger perf.data).
+    #[arg(long, value_enum, env = "DEVPROF_CALL_GRAPH", default_value_t = CallGraphArg::Fp)]
+    pub call_graph: CallGraphArg,
+
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+
+    /// The profiler: chosen for the process's runtime (auto), or named.
+    #[arg(long, value_enum, env = "DEVPROF_ENGINE", default_value_t = EngineArg::Auto)]
+    pub engine: EngineArg,
+
+    #[command(flatten)]
+    pub process: ProcessArgs,
+
+    /// Also save the `perf script` text next to the other artifacts.
+    #[arg(long)]
+    pub keep_script: bool,
+
+    /// Resolve inlined frames with addr2line (much slower on large captures).
+    #[arg(long, overrides_with = "no_inline")]
+    pub inline: bool,
+
+    /// Skip inline resolution (the default).
+    #[arg(long, overrides_with = "inline")]
+    pub no_inline: bool,
+
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ProcessArgs {
+    /// Profile the oldest process whose full command line matches REGEX (like pgrep -f).
+    #[arg(long, value_name = "REGEX", conflicts_with = "pid")]
+    pub process: Option<String>,
+
+    /// Profile this pid (as seen inside the container).
+    #[arg(long)]
+    pub pid: Option<u32>,
+}
+
+/// Which profiler records a CPU capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// The best engine for the process's runtime.
+    Auto,
+    /// perf record (native code, and JIT code through perf maps).
+    Perf,
+}
+
+/// Where the recorder runs.
+#[derive(Debug, Args)]
+pub struct PlacementArgs {
+    /// Where perf runs: inside the container (exec), in a profiler container beside it
+    /// (sidecar), or exec when the container has a perf that may record, else sidecar.
+    #[arg(long, value_enum, env = "DEVPROF_MODE", default_value_t = ModeArg::Auto)]
+    pub mode: ModeArg,
+
+    /// The image sidecars are started from (perf, procps, binutils).
+    #[arg(
+        long,
+        value_name = "IMAGE",
+        env = "DEVPROF_PROFILER_IMAGE",
+        default_value = "devprof-profiler:latest"
+    )]
+    pub profiler_image: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Auto,
+    Exec,
+    Sidecar,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CallGraphArg {
+    Fp,
+    Dwarf,
+}
+
+#[derive(Debug, Args)]
+pub struct OffcpuArgs {
+    /// Container name, id prefix, or compose service name.
+    #[arg(env = "DEVPROF_TARGET")]
+    pub target: Option<String>,
+
+    /// How long to record: 60, 45s, 2m, 1m30s.
+    #[arg(env = "DEVPROF_DURATION", default_value = DEFAULT_DURATION)]
+    pub duration: String,
+
+    /// Event config: a path, a file name in the config directory, or a short name.
+    #[arg(long, short = 'c', env = "DEVPROF_OFFCPU_CONFIG")]
+    pub config: Option<String>,
+
+    /// Summarize without call chains or symbols (much faster on large captures).
+    #[arg(long, conflicts_with = "full")]
+    pub fast: bool,
+
+    /// Always symbolize, even above the fast-mode threshold.
+    #[arg(long)]
+    pub full: bool,
+
+    /// Events above which the summary switches to fast mode unless --full is given.
+    #[arg(long, env = "DEVPROF_FAST_THRESHOLD", default_value_t = 2_000_000)]
+    pub fast_threshold: u64,
+
+    /// How perf walks the stack at each event.
+    #[arg(long, value_enum, env = "DEVPROF_CALL_GRAPH", default_value_t = CallGraphArg::Fp)]
+    pub call_graph: CallGraphArg,
+
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+
+    #[command(flatten)]
+    pub process: ProcessArgs,
+
+    /// Also save the `perf script` text next to the other artifacts.
+    #[arg(long)]
+    pub keep_script: bool,
+
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HeapArgs {
+    /// Container name, id prefix, or compose service name.
+    #[arg(env = "DEVPROF_TARGET")]
+    pub target: Option<String>,
+
+    /// Ask for fresh dumps over this window: 60, 45s, 2m, 1m30s (default DEVPROF_DURATION,
+    /// else 30 s, when no selection flag is given).
+    pub duration: Option<String>,
+
+    /// The window when neither DURATION nor a selection flag is given. Not a flag users
+    /// type: clap fills it from DEVPROF_DURATION so that a DURATION in .env does not
+    /// collide with --latest and the like.
+    #[arg(long, hide = true, env = "DEVPROF_DURATION", default_value = DEFAULT_DURATION)]
+    pub default_duration: String,
+
+    /// Render the newest dump the process has written; no waiting.
+    #[arg(long, conflicts_with_all = ["all", "last", "files"])]
+    pub latest: bool,
+
+    /// Merge every dump the process has written.
+    #[arg(long, conflicts_with_all = ["last", "files"])]
+    pub all: bool,
+
+    /// Merge exactly the newest N dumps of the process.
+    #[arg(long, value_name = "N", conflicts_with = "files")]
+    pub last: Option<usize>,
+
+    /// Merge exactly these dump files (names in the process's dump directory).
+    #[arg(long, value_name = "A,B", value_delimiter = ',', num_args = 1..)]
+    pub files: Vec<String>,
+
+    /// Accumulated bytes (everything allocated since start, freed or not; needs
+    /// prof_accum:true) instead of in-use bytes.
+    #[arg(long)]
+    pub alloc: bool,
+
+    /// The signal that makes the program call jemalloc's prof.dump.
+    #[arg(long, env = "DEVPROF_HEAP_DUMP_SIGNAL", default_value = "USR2")]
+    pub signal: String,
+
+    #[command(flatten)]
+    pub process: ProcessArgs,
+
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,195 @@
+//! The command line as typed: the top-level parser here, one file per command group.
+//! `settings` turns it into validated settings; nothing past that point sees these raw
+//! strings.
+
+mod capture;
+mod setup;
+mod store;
+
+pub use capture::*;
+pub use setup::*;
+pub use store::*;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "devprof",
+    version,
+    about = "Profile the containers of a docker-compose devnet",
+    long_about = "Profile the containers of a docker-compose devnet: CPU and off-CPU flamegraphs \
+                  from perf (inside the container, or in a sidecar beside it), jemalloc heap \
+                  profiles, profiling images and a diagnosis of what is missing, with every \
+                  artifact saved under profiling/<container>/.\n\nSettings come from flags, then the environment, \
+                  then .env in the current directory, then defaults (see .env.example).",
+    after_help = "Examples:\n  devprof cpu op-reth-seq 60\n  devprof cpu demo-seq 1m30s --call-graph dwarf\n  \
+                  devprof cpu --process 'reth node' op-reth-seq 30s"
+)]
+pub struct Cli {
+    /// Where captures are stored (one directory per container).
+    #[arg(
+        long,
+        global = true,
+        env = "DEVPROF_OUTPUT_DIR",
+        default_value = "profiling"
+    )]
+    pub output_dir: PathBuf,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// On-CPU sampling with perf: an interactive flamegraph of what the process runs.
+    #[command(
+        after_help = "Examples:\n  devprof cpu op-reth-seq 60       # 60 s, 999 Hz, frame pointers\n  \
+                            devprof cpu demo-seq 45s --frequency 499\n  \
+                            devprof cpu op-reth-seq 2m --call-graph dwarf   # no frame pointers in the binary\n  \
+                            devprof cpu 3f2a9c 30 --pid 42                    # id prefix, explicit pid\n  \
+                            DEVPROF_TARGET=demo-seq devprof cpu               # target from the environment or .env\n\n\
+                            Ctrl-C ends the capture early and still writes every artifact."
+    )]
+    Cpu(CpuArgs),
+
+    /// Fold `perf script` text into folded stacks (and optionally an SVG), streaming.
+    /// Reads standard input when FILE is `-`.
+    #[command(
+        after_help = "Examples:\n  perf script | devprof fold - --svg out.svg > out.folded\n  \
+                            devprof fold perf.script -o perf.folded"
+    )]
+    Fold(FoldArgs),
+
+    /// Off-CPU profiling from an event config: what the node waits on (locks, fsync,
+    /// block I/O, context switches, page faults), with exact counts, off-CPU time and I/O
+    /// bandwidth.
+    #[command(
+        after_help = "Examples:\n  devprof offcpu demo-seq 10                          # default config (futex, fsync, block I/O)\n  \
+                            devprof offcpu demo-seq 10 --config contextswitches # off-CPU time flamegraph\n  \
+                            devprof offcpu --config pagefaults.conf             # target and duration from .env\n  \
+                            devprof offcpu op-reth-seq 30 --config iobandwidth --fast\n  \
+                            devprof offcpu demo-seq 5 --config ./my-events.conf\n\n\
+                            Configs: a path, a file in DEVPROF_CONFIG_DIR or ./profiling-configs, or a short name \
+                            (default, contextswitches, iobandwidth, pagefaults; built in)."
+    )]
+    Offcpu(OffcpuArgs),
+
+    /// Re-summarize a recorded off-CPU perf.data in fast mode, locally: exact event counts,
+    /// off-CPU time per thread and I/O bandwidth, no stacks. Writes nothing.
+    #[command(
+        after_help = "Examples:\n  devprof summarize profiling/demo-seq/offcpu-20261122-101500.data\n  \
+                            devprof summarize --json profiling/demo-seq/offcpu-20261122-101500.data | jq .counts"
+    )]
+    Summarize(SummarizeArgs),
+
+    /// List the captures in the store: time, kind, container, duration, samples, files, size.
+    #[command(
+        after_help = "Reads only the manifests (profiling/<container>/*.json); no Docker needed.\n\n\
+                      Examples:\n  devprof ls\n  devprof ls demo-seq\n  \
+                      devprof ls --json | jq '.[].files'\n  \
+                      devprof --output-dir /srv/profiles ls op-reth-seq"
+    )]
+    Ls(LsArgs),
+
+    /// Delete captures older than AGE: only the files their manifests list, never anything else.
+    #[command(
+        after_help = "Removes only files a manifest says devprof wrote, inside the capture's \
+                      directory; never follows a symbolic link; removes each manifest last. \
+                      --keep-last N keeps the newest N captures of each container and kind, \
+                      however old.\n\n\
+                      Examples:\n  devprof clean --older 7d --dry-run   # show what would go\n  \
+                      devprof clean --older 7d\n  \
+                      devprof clean demo-seq --older 12h --keep-last 3\n  \
+                      devprof clean --older 30m --json"
+    )]
+    Clean(CleanArgs),
+
+    /// Re-render a flamegraph from a .folded file (or a .data file, with perf on this host).
+    #[command(after_help = "Writes ./<name>.svg unless --output says otherwise.\n\n\
+                      Examples:\n  devprof render profiling/demo-seq/perf-20261122-101500.folded\n  \
+                      devprof render perf.folded --inverted --title 'demo-seq, icicle' -o icicle.svg\n  \
+                      devprof render perf.folded --reverse --min-width 0.5 --colors hot\n  \
+                      devprof render perf.folded --include 'hash_chain|state_lookup' --exclude '\\[unknown\\]'\n  \
+                      devprof render node.folded --preset node\n  \
+                      devprof render perf.data    # needs perf on this host; prefer the .folded")]
+    Render(RenderArgs),
+
+    /// The heaviest functions of a profile (self and inclusive), callers, module shares.
+    #[command(
+        after_help = "FILE|TARGET is a .folded (or .data) file, or a container directory in the store, \
+                      meaning its newest capture. The root frame (process/thread name) is not a \
+                      function and is never ranked.\n\n\
+                      Examples:\n  devprof top demo-seq\n  \
+                      devprof top profiling/demo-seq/perf-20261122-101500.folded -n 20\n  \
+                      devprof top op-reth-seq --callers 'malloc|free' --module '^reth_'\n  \
+                      devprof top op-reth-seq --modules '(reth_\\w+)::'\n  \
+                      devprof top demo-seq --json | jq '.self[0]'"
+    )]
+    Top(TopArgs),
+
+    /// Compare two profiles: a differential flamegraph and the largest gains and losses.
+    #[command(
+        after_help = "BEFORE and AFTER are .folded (or .data) files or container directories in \
+                      the store (their newest capture). Shares are normalized by each profile's \
+                      total; in the flamegraph, widths are the after profile, red grew, blue \
+                      shrank. Writes ./diff-<before>-<after>.svg unless --output says otherwise.\n\n\
+                      Examples:\n  devprof diff before.folded after.folded\n  \
+                      devprof diff demo-rpc demo-seq -n 5\n  \
+                      devprof diff old.folded new.folded --by inclusive --json\n  \
+                      devprof diff old.folded new.folded -o regression.svg --preset node"
+    )]
+    Diff(DiffArgs),
+
+    /// Where the node's memory goes: jemalloc heap dumps collected from the container,
+    /// symbolized, as a memory flamegraph and a text report of the top allocation sites.
+    #[command(
+        after_help = "Examples:\n  devprof heap demo-seq 10                 # ask for fresh dumps over 10 s, render the newest\n  \
+                            devprof heap demo-seq --latest           # the newest dump the process already wrote\n  \
+                            devprof heap demo-seq --last 2           # merge the newest two\n  \
+                            devprof heap demo-seq --all --alloc      # every dump, accumulated (prof_accum) bytes\n  \
+                            devprof heap demo-seq --files jeprof.demo-seq.6.0.m0.heap,jeprof.demo-seq.6.1.m1.heap\n  \
+                            devprof heap --json op-reth-seq 30 | jq .top_self\n\n\
+                            The process must run with jemalloc profiling on from its start: _RJEM_MALLOC_CONF \
+                            (tikv-jemallocator) or MALLOC_CONF (unprefixed jemalloc) containing prof:true. With \
+                            DURATION, devprof sends DEVPROF_HEAP_DUMP_SIGNAL (USR2) at the start and the end of the \
+                            window when the process catches it (the program calls jemalloc's prof.dump on it), and \
+                            collects interval dumps (lg_prof_interval) written meanwhile."
+    )]
+    Heap(HeapArgs),
+
+    /// Build a profiling image through the Docker API: a Rust program from source (full
+    /// debuginfo, frame pointers, perf in the image), or perf added to any existing image.
+    #[command(after_help = "Examples:\n  \
+                      devprof build source . --package op-reth --tag op-reth:profiling\n  \
+                      devprof build source . -p demo-node -t devprof-demo-node:latest   # the demo node\n  \
+                      devprof build source ~/src/reth -p reth --features asm-keccak   # + jemalloc-prof\n  \
+                      devprof build tools ghcr.io/paradigmxyz/op-reth:latest          # tagged op-reth-profiling:latest\n  \
+                      devprof build tools debian:bookworm-slim -t devprof-profiler:latest\n\n\
+                      After building, devprof starts the image once and checks it: perf runs, and the \
+                      program has symbols, debug info and frame pointers.")]
+    Build(BuildArgs),
+
+    /// Write a compose override file that gives chosen services what profiling needs
+    /// (capabilities, seccomp, tracefs, a profiling volume, jemalloc variables), never
+    /// editing the compose file itself.
+    #[command(after_help = "Examples:\n  \
+                      devprof compose            # ./docker-compose.yml; services running a profiling image\n  \
+                      devprof compose -f devnet.yml --services op-reth-seq,op-reth-rpc --heap\n  \
+                      devprof compose -f devnet.yml --services op-reth-seq --image op-reth-seq=op-reth:profiling\n  \
+                      devprof compose -f compose/demo.yml -o /tmp/demo.devprof.yml\n\n\
+                      It prints the docker-compose command that uses both files. Capabilities: PERFMON and \
+                      SYS_PTRACE; SYS_ADMIN instead of PERFMON only with --sys-admin or where the engine does \
+                      not know PERFMON (Docker 20.10 as Debian packages it), which it says.")]
+    Compose(ComposeArgs),
+
+    /// Check why a profile of TARGET would come out empty, hex-only or denied: a checklist
+    /// with the fix for each problem.
+    #[command(after_help = "Examples:\n  \
+                      devprof doctor op-reth-seq\n  \
+                      devprof doctor demo-seq --json | jq '.checks[] | select(.status != \"pass\")'\n  \
+                      devprof doctor 3f2a9c --process 'reth node'\n\n\
+                      Exit status 0 when nothing blocks profiling, 8 when a check that blocks it fails \
+                      (3 and 4 when the daemon or the target cannot be reached).")]
+    Doctor(DoctorArgs),
+}

@@ -1,0 +1,307 @@
+//! Safe extraction of the tar archives the Docker archive API sends. Only regular files
+//! and directories are accepted; an absolute path, a `..` component, a link or a device
+//! entry rejects the archive, and nothing is written outside the destination directory.
+//! Files are created new, never overwriting, and never through an existing symlink.
+//! `Docker::download` streams the archive from the engine into the extractor.
+
+use super::{api_error, pipe, Docker};
+use crate::error::{Error, Result as DevprofResult};
+use bollard::query_parameters::DownloadFromContainerOptionsBuilder;
+use futures_util::StreamExt;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
+
+#[derive(Debug)]
+pub enum ArchiveError {
+    Unsafe { entry: String, why: String },
+    Io { context: String, source: io::Error },
+}
+
+impl ArchiveError {
+    pub fn into_error(self, container: &str) -> Error {
+        match self {
+            ArchiveError::Unsafe { entry, why } => Error::UnsafeArchive {
+                container: container.to_string(),
+                entry,
+                why,
+            },
+            ArchiveError::Io { context, source } => Error::io(context, source),
+        }
+    }
+}
+
+/// Extracts `reader` into `dest`. `rename` maps each entry's (validated, relative) path to
+/// the path to write under `dest`, or None to skip it. On any error the files written so
+/// far are removed again.
+pub fn extract<R, F>(reader: R, dest: &Path, mut rename: F) -> Result<Vec<PathBuf>, ArchiveError>
+where
+    R: Read,
+    F: FnMut(&Path) -> Option<PathBuf>,
+{
+    let mut written = Vec::new();
+    let result = extract_into(reader, dest, &mut rename, &mut written);
+    if result.is_err() {
+        for path in &written {
+            let _ = fs::remove_file(path);
+        }
+    }
+    result.map(|_| written)
+}
+
+fn extract_into<R, F>(
+    reader: R,
+    dest: &Path,
+    rename: &mut F,
+    written: &mut Vec<PathBuf>,
+) -> Result<(), ArchiveError>
+where
+    R: Read,
+    F: FnMut(&Path) -> Option<PathBuf>,
+{
+    let io_err = |context: String| move |source| ArchiveError::Io { context, source };
+    let mut archive = tar::Archive::new(reader);
+    let entries = archive
+        .entries()
+        .map_err(io_err("read archive".to_string()))?;
+    for entry in entries {
+        let mut entry = entry.map_err(io_err("read archive entry".to_string()))?;
+        let raw = entry
+            .path()
+            .map_err(io_err("read archive entry name".to_string()))?
+            .into_owned();
+        let shown = raw.display().to_string();
+        let relative = checked_relative(&raw).map_err(|why| ArchiveError::Unsafe {
+            entry: shown.clone(),
+            why,
+        })?;
+        let kind = entry.header().entry_type();
+        if kind.is_dir() {
+            continue; // directories are created on demand for the files inside them
+        }
+        if !kind.is_file() {
+            return Err(ArchiveError::Unsafe {
+                entry: shown,
+                why: format!("is a {kind:?} entry; only regular files are accepted"),
+            });
+        }
+        let Some(target) = rename(&relative) else {
+            continue;
+        };
+        let target_relative = checked_relative(&target).map_err(|why| ArchiveError::Unsafe {
+            entry: shown.clone(),
+            why: format!("maps to '{}', which {why}", target.display()),
+        })?;
+        let path = dest.join(&target_relative);
+        create_parents_inside(dest, &target_relative)?;
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io_err(format!("create {}", path.display())))?;
+        written.push(path.clone());
+        io::copy(&mut entry, &mut file).map_err(io_err(format!("write {}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// The path as a plain relative path, or why it is not one.
+fn checked_relative(path: &Path) -> Result<PathBuf, String> {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Normal(part) => out.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => return Err("climbs out with '..'".into()),
+            Component::RootDir | Component::Prefix(_) => return Err("is an absolute path".into()),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        return Err("has an empty name".into());
+    }
+    Ok(out)
+}
+
+/// Creates the directories between `dest` and the file, refusing to pass through a
+/// symlink that could lead outside `dest`.
+fn create_parents_inside(dest: &Path, relative: &Path) -> Result<(), ArchiveError> {
+    let mut current = dest.to_path_buf();
+    let parents: Vec<_> = relative
+        .parent()
+        .map(|p| p.components().collect())
+        .unwrap_or_default();
+    for component in parents {
+        current.push(component);
+        match fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(ArchiveError::Unsafe {
+                    entry: relative.display().to_string(),
+                    why: format!("would be written through the symlink {}", current.display()),
+                })
+            }
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(ArchiveError::Io {
+                    context: format!("{} exists and is not a directory", current.display()),
+                    source: io::Error::from(io::ErrorKind::AlreadyExists),
+                })
+            }
+            Err(_) => fs::create_dir(&current).map_err(|source| ArchiveError::Io {
+                context: format!("create {}", current.display()),
+                source,
+            })?,
+        }
+    }
+    Ok(())
+}
+
+impl Docker {
+    /// Copies `source` (a file or directory in the container) into `dest_dir` through the
+    /// archive API. Entries are renamed by `rename` (None skips one); any entry that would
+    /// land outside `dest_dir` fails the whole download. Returns the files written.
+    pub async fn download<F>(
+        &self,
+        container: &str,
+        source: &str,
+        dest_dir: &Path,
+        rename: F,
+    ) -> DevprofResult<Vec<PathBuf>>
+    where
+        F: FnMut(&Path) -> Option<PathBuf> + Send + 'static,
+    {
+        let options = DownloadFromContainerOptionsBuilder::default()
+            .path(source)
+            .build();
+        let mut stream = self
+            .client
+            .download_from_container(container, Some(options));
+        let (tx, reader) = pipe::channel();
+        let dest = dest_dir.to_path_buf();
+        let container_name = container.to_string();
+        let extractor = tokio::task::spawn_blocking(move || {
+            extract(reader, &dest, rename).map_err(|e| e.into_error(&container_name))
+        });
+        let mut fetch_error = None;
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(bytes) => {
+                    if tx.send(bytes).await.is_err() {
+                        break; // the extractor stopped (it reports why)
+                    }
+                }
+                Err(e) => {
+                    fetch_error = Some(api_error(&format!("copy {source} out of {container}"), e));
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        let extracted = extractor
+            .await
+            .map_err(|e| Error::io("archive extraction", std::io::Error::other(e)))?;
+        match (fetch_error, extracted) {
+            (Some(e), Ok(files)) => {
+                for f in files {
+                    let _ = std::fs::remove_file(f);
+                }
+                Err(e)
+            }
+            (_, result) => result,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tar stream with raw header names, including ones `tar::Builder` refuses to
+    /// write; real engines never send these, so the hostile archives are hand-made here.
+    fn hand_made_tar(entries: &[(&str, tar::EntryType, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (name, kind, data) in entries {
+            let mut header = tar::Header::new_gnu();
+            let raw = header.as_old_mut();
+            raw.name[..name.len()].copy_from_slice(name.as_bytes());
+            header.set_entry_type(*kind);
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            if kind.is_symlink() {
+                header.set_link_name("/etc/passwd").unwrap();
+            }
+            header.set_cksum();
+            out.extend_from_slice(header.as_bytes());
+            out.extend_from_slice(data);
+            let pad = (512 - data.len() % 512) % 512;
+            out.extend(std::iter::repeat_n(0u8, pad));
+        }
+        out.extend(std::iter::repeat_n(0u8, 1024));
+        out
+    }
+
+    fn keep_name(p: &Path) -> Option<PathBuf> {
+        Some(p.to_path_buf())
+    }
+
+    #[test]
+    fn extracts_a_regular_file_under_its_new_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let tar = hand_made_tar(&[("perf.data", tar::EntryType::Regular, b"PERFILE2")]);
+        let files = extract(&tar[..], dir.path(), |_| Some("perf-1.data".into())).unwrap();
+        assert_eq!(files, vec![dir.path().join("perf-1.data")]);
+        assert_eq!(fs::read(&files[0]).unwrap(), b"PERFILE2");
+    }
+
+    #[test]
+    fn rejects_entry_climbing_out_with_dotdot_hostile_tar() {
+        let outer = tempfile::tempdir().unwrap();
+        let dest = outer.path().join("store");
+        fs::create_dir(&dest).unwrap();
+        let tar = hand_made_tar(&[
+            ("ok.txt", tar::EntryType::Regular, b"fine"),
+            ("../escaped.txt", tar::EntryType::Regular, b"evil"),
+        ]);
+        let err = extract(&tar[..], &dest, keep_name).unwrap_err();
+        assert!(matches!(err, ArchiveError::Unsafe { ref why, .. } if why.contains("..")));
+        assert!(!outer.path().join("escaped.txt").exists());
+        assert!(!dest.join("ok.txt").exists(), "partial output is removed");
+    }
+
+    #[test]
+    fn rejects_absolute_entry_hostile_tar() {
+        let dir = tempfile::tempdir().unwrap();
+        let tar = hand_made_tar(&[("/tmp/devprof-abs-escape", tar::EntryType::Regular, b"x")]);
+        let err = extract(&tar[..], dir.path(), keep_name).unwrap_err();
+        assert!(matches!(err, ArchiveError::Unsafe { ref why, .. } if why.contains("absolute")));
+    }
+
+    #[test]
+    fn rejects_symlink_entry_hostile_tar() {
+        let dir = tempfile::tempdir().unwrap();
+        let tar = hand_made_tar(&[("link", tar::EntryType::Symlink, b"")]);
+        assert!(matches!(
+            extract(&tar[..], dir.path(), keep_name),
+            Err(ArchiveError::Unsafe { .. })
+        ));
+        assert!(fs::symlink_metadata(dir.path().join("link")).is_err());
+    }
+
+    #[test]
+    fn refuses_to_write_through_an_existing_symlinked_directory() {
+        let outside = tempfile::tempdir().unwrap();
+        let dest = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dest.path().join("sub")).unwrap();
+        let tar = hand_made_tar(&[("sub/file", tar::EntryType::Regular, b"x")]);
+        assert!(extract(&tar[..], dest.path(), keep_name).is_err());
+        assert!(!outside.path().join("file").exists());
+    }
+
+    #[test]
+    fn never_overwrites_an_existing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a"), b"old").unwrap();
+        let tar = hand_made_tar(&[("a", tar::EntryType::Regular, b"new")]);
+        assert!(extract(&tar[..], dir.path(), keep_name).is_err());
+        assert_eq!(fs::read(dir.path().join("a")).unwrap(), b"old");
+    }
+}

@@ -1,0 +1,263 @@
+//! Commands run inside a container: output streamed chunk by chunk (never held whole),
+//! standard error kept (bounded), the exit code. `ContainerShell` is the seam capture
+//! recipes are written against, so their decisions can be exercised with scripted answers.
+
+use super::{api_error, pipe, Docker};
+use crate::error::{Error, Result};
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use std::future::Future;
+use std::io::{BufRead, BufReader, BufWriter};
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The user devprof's own commands run as in a container (probes, perf, clean-up): root,
+/// whatever USER the image sets, because reading another user's /proc entries and opening
+/// perf events need it. Tools that attach to a runtime run as the process's user instead.
+pub const ROOT: &str = "0:0";
+
+/// Standard error kept from one exec; enough for perf's diagnostics.
+const STDERR_LIMIT: usize = 256 * 1024;
+
+/// What a command run in a container printed, and how it ended.
+#[derive(Debug, Clone, Default)]
+pub struct ExecOutput {
+    pub stdout: String,
+    pub stderr: String,
+    /// None when the engine did not report one (the command was killed with the exec).
+    pub exit_code: Option<i64>,
+}
+
+impl ExecOutput {
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+}
+
+impl Docker {
+    async fn start_exec(
+        &self,
+        container: &str,
+        user: Option<&str>,
+        argv: &[&str],
+    ) -> Result<(String, StartExecResults)> {
+        let exec = self
+            .client
+            .create_exec(
+                container,
+                CreateExecOptions {
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    cmd: Some(argv.iter().map(|s| s.to_string()).collect()),
+                    user: user.map(str::to_string),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| api_error(&format!("exec in {container}"), e))?;
+        let started = self
+            .client
+            .start_exec(
+                &exec.id,
+                Some(StartExecOptions {
+                    detach: false,
+                    tty: false,
+                    output_capacity: Some(64 * 1024),
+                }),
+            )
+            .await
+            .map_err(|e| api_error(&format!("start exec in {container}"), e))?;
+        Ok((exec.id, started))
+    }
+
+    /// The exit code of a finished exec. The engine may report `running` for a moment
+    /// after the output stream closed, so ask a few times.
+    async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>> {
+        for _ in 0..50 {
+            let info = self
+                .client
+                .inspect_exec(exec_id)
+                .await
+                .map_err(|e| api_error("inspect exec", e))?;
+            if info.running != Some(true) {
+                return Ok(info.exit_code);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(None)
+    }
+
+    /// Runs `argv` in the container; standard output goes chunk by chunk into `sink`
+    /// (never held whole), standard error is collected (bounded).
+    pub async fn exec_streaming(
+        &self,
+        container: &str,
+        argv: &[&str],
+        sink: mpsc::Sender<Bytes>,
+    ) -> Result<ExecOutput> {
+        self.exec_streaming_as(container, None, argv, sink).await
+    }
+
+    /// `exec_streaming` as `user` (`uid:gid` or a name; None: the container's user).
+    pub async fn exec_streaming_as(
+        &self,
+        container: &str,
+        user: Option<&str>,
+        argv: &[&str],
+        sink: mpsc::Sender<Bytes>,
+    ) -> Result<ExecOutput> {
+        let (exec_id, started) = self.start_exec(container, user, argv).await?;
+        let mut stderr = Vec::new();
+        if let StartExecResults::Attached { mut output, .. } = started {
+            let mut sink = Some(sink);
+            while let Some(frame) = output.next().await {
+                match frame
+                    .map_err(|e| api_error(&format!("read exec output in {container}"), e))?
+                {
+                    bollard::container::LogOutput::StdOut { message } => {
+                        // A closed sink means the reader stopped; drain the rest so the
+                        // process is not blocked on a full pipe.
+                        if let Some(tx) = &sink {
+                            if tx.send(message).await.is_err() {
+                                sink = None;
+                            }
+                        }
+                    }
+                    bollard::container::LogOutput::StdErr { message } => {
+                        let room = STDERR_LIMIT.saturating_sub(stderr.len());
+                        stderr.extend_from_slice(&message[..message.len().min(room)]);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(ExecOutput {
+            stdout: String::new(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            exit_code: self.exec_exit_code(&exec_id).await?,
+        })
+    }
+
+    /// Runs `argv` in the container and collects everything it prints.
+    pub async fn exec(&self, container: &str, argv: &[&str]) -> Result<ExecOutput> {
+        self.exec_as(container, None, argv).await
+    }
+
+    /// `exec` as `user` (`uid:gid` or a name; None: the container's user).
+    pub async fn exec_as(
+        &self,
+        container: &str,
+        user: Option<&str>,
+        argv: &[&str],
+    ) -> Result<ExecOutput> {
+        let (tx, mut rx) = mpsc::channel::<Bytes>(pipe::CHANNEL_CHUNKS);
+        let collect = async {
+            let mut out = Vec::new();
+            while let Some(chunk) = rx.recv().await {
+                out.extend_from_slice(&chunk);
+            }
+            out
+        };
+        let (result, stdout) =
+            tokio::join!(self.exec_streaming_as(container, user, argv, tx), collect);
+        let mut output = result?;
+        output.stdout = String::from_utf8_lossy(&stdout).into_owned();
+        Ok(output)
+    }
+}
+
+/// Running commands in one container. Capture recipes are written against this trait so
+/// their decisions can be exercised with scripted answers.
+pub trait ContainerShell: Sync {
+    fn container(&self) -> &str;
+    fn run(&self, argv: &[&str]) -> impl Future<Output = Result<ExecOutput>> + Send;
+    fn sh(&self, script: &str) -> impl Future<Output = Result<ExecOutput>> + Send {
+        async move { self.run(&["sh", "-c", script]).await }
+    }
+}
+
+/// A container reached through the Docker API.
+#[derive(Clone)]
+pub struct Shell {
+    pub(super) docker: Docker,
+    pub(super) container: String,
+}
+
+impl Shell {
+    /// Runs `argv` as `user` (`uid:gid`): tools that attach to a runtime (async-profiler,
+    /// jcmd) must run as the process's own user.
+    pub async fn run_as(&self, user: &str, argv: &[&str]) -> Result<ExecOutput> {
+        self.docker.exec_as(&self.container, Some(user), argv).await
+    }
+
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+}
+
+impl ContainerShell for Shell {
+    fn container(&self) -> &str {
+        &self.container
+    }
+
+    fn run(&self, argv: &[&str]) -> impl Future<Output = Result<ExecOutput>> + Send {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        async move {
+            let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+            self.docker
+                .exec_as(&self.container, Some(ROOT), &refs)
+                .await
+        }
+    }
+}
+
+impl Shell {
+    /// Runs `argv` in the container and hands its standard output, as it arrives, to
+    /// `consume` on a blocking thread (a `perf script` of gigabytes never sits in memory);
+    /// `keep` also saves the text there. Returns what `consume` made and how the command
+    /// ended.
+    pub async fn stream_to<T, F>(
+        &self,
+        argv: &[String],
+        keep: Option<PathBuf>,
+        consume: F,
+    ) -> Result<(T, ExecOutput)>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn BufRead) -> std::io::Result<T> + Send + 'static,
+    {
+        let (tx, reader) = pipe::channel();
+        let consuming = tokio::task::spawn_blocking(move || -> std::io::Result<T> {
+            match keep {
+                Some(path) => {
+                    let copy = BufWriter::new(std::fs::File::create(&path)?);
+                    consume(&mut BufReader::with_capacity(
+                        1 << 20,
+                        pipe::TeeReader::new(reader, copy),
+                    ))
+                }
+                None => consume(&mut BufReader::with_capacity(1 << 20, reader)),
+            }
+        });
+        let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let exec = self
+            .docker
+            .exec_streaming_as(&self.container, Some(ROOT), &refs, tx)
+            .await;
+        let made = consuming
+            .await
+            .map_err(|e| Error::io("analysis task", std::io::Error::other(e)))?
+            .map_err(|e| {
+                Error::io(
+                    format!(
+                        "read the output of {}",
+                        argv.first().map(String::as_str).unwrap_or("a command")
+                    ),
+                    e,
+                )
+            })?;
+        Ok((made, exec?))
+    }
+}

@@ -1,0 +1,121 @@
+//! Profiler engines. An engine says three things about one way of profiling a process:
+//! whether it can record the process from a given shell (inside the target container, or
+//! in a sidecar that shares its pid namespace), the command that records it for a window,
+//! and how to turn what that command wrote into folded stacks. Everything around that —
+//! finding the target, the sidecar's privileges, the window with its progress bar, Ctrl-C,
+//! clean-up, the store — is the capture session's (`capture`), the same for every engine.
+//!
+//! Adding an engine is a new module here implementing `Engine`, and one arm where the cpu
+//! recipe picks the engine for the target's runtime.
+
+pub mod perf;
+
+use crate::docker::probe::ContainerFacts;
+use crate::docker::target::ProcInfo;
+use crate::docker::{ExecOutput, Shell};
+use crate::error::Result;
+use crate::profile::folded::Folded;
+use crate::runtime::ProcessFacts;
+use crate::store::Stem;
+use std::future::Future;
+use std::time::Duration;
+
+/// What a capture asks an engine to record.
+#[derive(Debug, Clone)]
+pub struct RecordJob {
+    pub pid: u32,
+    /// A private directory for the engine's output, in the filesystem of the shell that
+    /// runs the command (the target container, or the sidecar).
+    pub workdir: String,
+    pub duration: Duration,
+    /// Samples per second.
+    pub frequency: u32,
+    pub call_graph: crate::settings::CallGraph,
+    /// What /proc says about the process (its user, for engines that must run as it).
+    pub process: ProcessFacts,
+}
+
+/// The recording command and the user it runs as (None: root).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordCommand {
+    pub argv: Vec<String>,
+    pub user: Option<String>,
+}
+
+/// What the recording command left behind, for `collect`.
+pub struct CollectJob<'a> {
+    pub shell: &'a Shell,
+    pub workdir: &'a str,
+    /// How the recording command ended (its standard error carries the engine's report).
+    pub recorded: &'a ExecOutput,
+    /// The capture's stem in the store: raw artifacts are written next to it.
+    pub stem: &'a Stem,
+    /// Where the target's files are seen from the shell (`/proc/<pid>/root` in a sidecar).
+    pub symfs: Option<String>,
+    /// Also keep the engine's intermediate text (`perf script`) as `<stem>.script`.
+    pub keep_script: bool,
+    /// Resolve inlined frames.
+    pub inline: bool,
+}
+
+/// Folded stacks and what else the engine learned while making them.
+#[derive(Debug, Default)]
+pub struct Collected {
+    pub folded: Folded,
+    /// Extensions of the raw artifacts written next to the stem (e.g. `data`, `script`).
+    pub raw_files: Vec<&'static str>,
+    /// Samples the engine itself reported recording, when it says.
+    pub reported_samples: Option<u64>,
+    /// Chunks of samples the engine reported losing.
+    pub lost_chunks: Option<u64>,
+    /// The engine's diagnostics when the stacks came out empty.
+    pub stderr: String,
+    /// How long each step took (`download`, `fold`, ...), for the manifest.
+    pub timings_ms: Vec<(&'static str, u64)>,
+}
+
+/// The engine's binary, for manifests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tool {
+    pub path: String,
+    pub version: String,
+}
+
+/// One way of recording a process. `Ready` is what `prepare` found out (the tool, the event
+/// it will sample, notes for the summary) and what the other steps need.
+pub trait Engine: Sync {
+    type Ready: Send + Sync;
+
+    /// The engine's name in manifests and summaries.
+    fn name(&self) -> &'static str;
+
+    /// Checks, before the window, that this engine can record `process` through `shell`.
+    /// A denial is `Error::PerfDenied` so that a sidecar can try with more rights.
+    fn prepare<'a>(
+        &'a self,
+        shell: &'a Shell,
+        facts: &'a ContainerFacts,
+        process: &'a ProcInfo,
+    ) -> impl Future<Output = Result<Self::Ready>> + Send + 'a;
+
+    /// The binary that records, for the manifest.
+    fn tool(&self, ready: &Self::Ready) -> Tool;
+
+    /// The event sampled (`cpu-clock`, `cycles`, ...).
+    fn event(&self, ready: &Self::Ready) -> String;
+
+    /// Notes for the summary from `prepare` (fallbacks, settings changed).
+    fn notes(&self, ready: &Self::Ready) -> Vec<String>;
+
+    /// The command that records `job.pid` for `job.duration` into `job.workdir`. The session
+    /// runs it with its pid in a pidfile and sends it SIGINT to end the window early; it
+    /// must then still write what it recorded.
+    fn record_command(&self, ready: &Self::Ready, job: &RecordJob) -> RecordCommand;
+
+    /// After the window: reads what the command wrote into folded stacks, streaming.
+    fn collect<'a>(
+        &'a self,
+        ready: &'a Self::Ready,
+        job: &'a CollectJob<'a>,
+    ) -> impl Future<Output = Result<Collected>> + Send + 'a;
+}

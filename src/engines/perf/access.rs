@@ -1,0 +1,370 @@
+//! Whether perf may open events on the target process (a 100 ms trial before the window),
+//! which sampling event the CPU offers, and — when perf is denied — exactly what is missing
+//! and how to grant it, from the container's facts. Parsers are pure and unit-tested; the
+//! trial runs through a `ContainerShell`.
+
+use super::report::first_error_line;
+use super::tool::PerfTool;
+use crate::docker::probe::{ContainerFacts, CAP_SYS_PTRACE};
+use crate::docker::ContainerShell;
+use crate::error::{Error, Result};
+
+/// How `perf stat -x,` reported one event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventStatus {
+    Counted(f64),
+    NotSupported,
+    NotCounted,
+}
+
+/// Parses the CSV lines of `perf stat -x,` (value,unit,event,...).
+pub fn parse_stat_csv(text: &str) -> Vec<(String, EventStatus)> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            if fields.len() < 3 || fields[2].is_empty() {
+                return None;
+            }
+            let status = match fields[0] {
+                "<not supported>" => EventStatus::NotSupported,
+                "<not counted>" => EventStatus::NotCounted,
+                v => EventStatus::Counted(v.parse().ok()?),
+            };
+            Some((fields[2].to_string(), status))
+        })
+        .collect()
+}
+
+/// Whether perf's error text is about being denied the syscall.
+pub fn is_permission_error(stderr: &str) -> bool {
+    let s = stderr.to_ascii_lowercase();
+    s.contains("no permission")
+        || s.contains("permission denied")
+        || s.contains("operation not permitted")
+        || s.contains("access to performance monitoring")
+        || s.contains("perf_event_paranoid")
+}
+
+/// perf could not lock memory for its ring buffer (`Permission error mapping pages`).
+pub fn is_mlock_error(stderr: &str) -> bool {
+    stderr.contains("mapping pages") || stderr.contains("perf_event_mlock_kb")
+}
+
+/// What is missing for perf_event_open, and how to grant each piece.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Denial {
+    pub missing: Vec<String>,
+    pub fixes: Vec<String>,
+}
+
+/// Explains a denied perf_event_open from the container's capabilities, seccomp mode and
+/// the kernel's paranoid level.
+pub fn diagnose_denial(facts: &ContainerFacts) -> Denial {
+    let mut missing = Vec::new();
+    let mut fixes = Vec::new();
+    if !facts.may_monitor() {
+        missing.push("capability CAP_PERFMON (or CAP_SYS_ADMIN)".to_string());
+        fixes.push(
+            "add the capability: compose `cap_add: [PERFMON, SYS_PTRACE]`, or `docker run --cap-add PERFMON --cap-add SYS_PTRACE`; \
+             an engine that rejects PERFMON as unknown (Docker 20.10 builds without it) needs SYS_ADMIN in its place"
+                .to_string(),
+        );
+    }
+    if facts.seccomp == Some(2) {
+        missing.push(
+            "a seccomp profile that allows perf_event_open (the default one blocks it)".to_string(),
+        );
+        fixes.push(
+            "relax seccomp: compose `security_opt: [seccomp=unconfined]`, or `docker run --security-opt seccomp=unconfined`"
+                .to_string(),
+        );
+    }
+    if let Some(level) = facts.paranoid.filter(|l| *l > 1) {
+        if !facts.may_monitor() {
+            missing.push(format!(
+                "kernel.perf_event_paranoid is {level} (profiling needs <= 1 without CAP_PERFMON)"
+            ));
+            fixes.push("on the Docker host: `sudo sysctl kernel.perf_event_paranoid=1` (or grant CAP_PERFMON)".to_string());
+        }
+    }
+    if missing.is_empty() {
+        if facts.has_cap(CAP_SYS_PTRACE) {
+            missing.push(
+                "a permission no capability grants here (LSM policy or user namespace)".to_string(),
+            );
+            fixes.push("as a last resort run the container `privileged: true` (this grants every capability)".to_string());
+        } else {
+            missing.push(
+                "capability CAP_SYS_PTRACE (to inspect a process of another user)".to_string(),
+            );
+            fixes.push(
+                "add it: compose `cap_add: [SYS_PTRACE]`, or `docker run --cap-add SYS_PTRACE`"
+                    .to_string(),
+            );
+        }
+    }
+    Denial { missing, fixes }
+}
+
+/// The error for a perf command that failed: a denial explained from the container's
+/// facts when perf says it was not permitted, else perf's own words.
+pub fn failure(container: &str, step: &str, stderr: &str, facts: &ContainerFacts) -> Error {
+    let detail = first_error_line(stderr);
+    if is_permission_error(stderr) {
+        let denial = diagnose_denial(facts);
+        Error::PerfDenied {
+            container: container.to_string(),
+            detail,
+            missing: denial.missing,
+            fixes: denial.fixes,
+        }
+    } else {
+        Error::PerfFailed {
+            container: container.to_string(),
+            step: step.to_string(),
+            detail,
+        }
+    }
+}
+
+/// The sampling event to record: cycles where the CPU's PMU counts it, cpu-clock otherwise.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Access {
+    pub event: String,
+    /// Notes for the summary (fallbacks, sysctl changes).
+    pub notes: Vec<String>,
+}
+
+/// Checks, before the capture window, that perf may open events on `pid`, and picks the
+/// event. Where the container may write the sysctls, lowers perf_event_paranoid and
+/// kptr_restrict first (and says so).
+pub async fn check_access<S: ContainerShell>(
+    shell: &S,
+    perf: &PerfTool,
+    facts: &ContainerFacts,
+    pid: u32,
+) -> Result<Access> {
+    let mut notes = Vec::new();
+    let pid_text = pid.to_string();
+    let trial_argv = [
+        perf.path.as_str(),
+        "stat",
+        "-x,",
+        "-e",
+        "cpu-clock",
+        "-e",
+        "cycles",
+        "-p",
+        &pid_text,
+        "--",
+        "sleep",
+        "0.1",
+    ];
+    let mut out = shell.run(&trial_argv).await?;
+    if !out.success() && is_permission_error(&out.stderr) && facts.sysctl_writable {
+        let lowered = shell
+            .sh("echo -1 > /proc/sys/kernel/perf_event_paranoid && echo 0 > /proc/sys/kernel/kptr_restrict")
+            .await?;
+        if lowered.success() {
+            notes.push("lowered kernel.perf_event_paranoid to -1 and kptr_restrict to 0 (this container may write them)".to_string());
+            out = shell.run(&trial_argv).await?;
+        }
+    }
+    if !out.success() {
+        return Err(failure(
+            shell.container(),
+            &format!("trial `perf stat -p {pid}`"),
+            &out.stderr,
+            facts,
+        ));
+    }
+    let stats = parse_stat_csv(&out.stderr);
+    let cycles_ok = stats.iter().any(|(name, status)| {
+        name.starts_with("cycles") && matches!(status, EventStatus::Counted(_))
+    });
+    let event = if cycles_ok {
+        "cycles".to_string()
+    } else {
+        notes.push(
+            "the CPU's PMU does not count cycles here; sampling with cpu-clock instead".to_string(),
+        );
+        "cpu-clock".to_string()
+    };
+    if facts.kptr_restrict.is_some_and(|k| k > 0) && !facts.sysctl_writable {
+        notes.push(format!(
+            "kernel.kptr_restrict is {}: kernel frames will show as [unknown] (on the host: `sudo sysctl kernel.kptr_restrict=0`)",
+            facts.kptr_restrict.unwrap_or_default()
+        ));
+    }
+    Ok(Access { event, notes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::docker::ExecOutput;
+    use crate::engines::perf::tool::build_option_on;
+    use std::collections::HashMap;
+    use std::future::Future;
+    use std::sync::Mutex;
+
+    #[test]
+    fn diagnoses_docker_defaults_as_three_missing_pieces() {
+        // Docker's default capability set (no PERFMON/SYS_ADMIN) and seccomp filter.
+        let facts = ContainerFacts {
+            cap_eff: Some(0x00000000a80425fb),
+            seccomp: Some(2),
+            paranoid: Some(2),
+            ..Default::default()
+        };
+        let d = diagnose_denial(&facts);
+        assert_eq!(d.missing.len(), 3, "{d:?}");
+        assert!(d.fixes.iter().any(|f| f.contains("cap_add")));
+        assert!(d.fixes.iter().any(|f| f.contains("seccomp=unconfined")));
+        assert!(d.fixes.iter().any(|f| f.contains("perf_event_paranoid")));
+    }
+
+    #[test]
+    fn reads_perf_stat_csv_and_build_options() {
+        let csv = "0.94,msec,cpu-clock,939014,100.00,0.009,CPUs utilized\n<not supported>,,cycles,0,100.00,,\n";
+        let stats = parse_stat_csv(csv);
+        assert_eq!(stats[0].0, "cpu-clock");
+        assert_eq!(stats[1], ("cycles".to_string(), EventStatus::NotSupported));
+        assert!(build_option_on(
+            "                  zstd: [ on  ]  # HAVE_ZSTD_SUPPORT",
+            "zstd"
+        ));
+        assert!(!build_option_on(
+            "                libbfd: [ OFF ]  # HAVE_LIBBFD_SUPPORT",
+            "libbfd"
+        ));
+    }
+
+    /// A mock shell: this container does not exist; scripted answers stand in for perf so
+    /// the decision logic (fallbacks, sysctl lowering) is exercised without Docker.
+    struct ScriptedShellMock {
+        answers: HashMap<&'static str, Vec<ExecOutput>>,
+        calls: Mutex<Vec<String>>,
+    }
+
+    impl ContainerShell for ScriptedShellMock {
+        fn container(&self) -> &str {
+            "scripted"
+        }
+        fn run(&self, argv: &[&str]) -> impl Future<Output = Result<ExecOutput>> + Send {
+            let line = argv.join(" ");
+            self.calls.lock().unwrap().push(line.clone());
+            let key = self
+                .answers
+                .keys()
+                .find(|k| line.contains(**k))
+                .copied()
+                .unwrap_or("");
+            let mut answers = self.answers.get(key).cloned().unwrap_or_default();
+            let calls_so_far = self
+                .calls
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|c| c.contains(key))
+                .count();
+            let out = if answers.is_empty() {
+                ExecOutput::default()
+            } else {
+                answers.remove((calls_so_far - 1).min(answers.len() - 1))
+            };
+            async move { Ok(out) }
+        }
+    }
+
+    fn out(code: i64, stderr: &str) -> ExecOutput {
+        ExecOutput {
+            stdout: String::new(),
+            stderr: stderr.to_string(),
+            exit_code: Some(code),
+        }
+    }
+
+    fn perf_tool() -> PerfTool {
+        PerfTool {
+            path: "perf".into(),
+            version: "6.1".into(),
+            supports_zstd: true,
+        }
+    }
+
+    #[tokio::test]
+    async fn falls_back_to_cpu_clock_with_scripted_shell_mock() {
+        let shell = ScriptedShellMock {
+            answers: HashMap::from([(
+                "stat",
+                vec![out(
+                    0,
+                    "1.0,msec,cpu-clock,1,100.00,,\n<not supported>,,cycles,0,100.00,,\n",
+                )],
+            )]),
+            calls: Mutex::new(vec![]),
+        };
+        let access = check_access(&shell, &perf_tool(), &ContainerFacts::default(), 7)
+            .await
+            .unwrap();
+        assert_eq!(access.event, "cpu-clock");
+        let counted = ScriptedShellMock {
+            answers: HashMap::from([(
+                "stat",
+                vec![out(
+                    0,
+                    "1.0,msec,cpu-clock,1,100.00,,\n1234,,cycles,1,100.00,,\n",
+                )],
+            )]),
+            calls: Mutex::new(vec![]),
+        };
+        let access = check_access(&counted, &perf_tool(), &ContainerFacts::default(), 7)
+            .await
+            .unwrap();
+        assert_eq!(access.event, "cycles");
+    }
+
+    #[tokio::test]
+    async fn lowers_paranoid_only_where_writable_with_scripted_shell_mock() {
+        let denied = "Error:\nNo permission to enable cpu-clock event.\n";
+        let shell = ScriptedShellMock {
+            answers: HashMap::from([
+                (
+                    "stat",
+                    vec![out(255, denied), out(0, "1,msec,cpu-clock,1,100.00,,\n")],
+                ),
+                ("perf_event_paranoid", vec![out(0, "")]),
+            ]),
+            calls: Mutex::new(vec![]),
+        };
+        let writable = ContainerFacts {
+            sysctl_writable: true,
+            ..Default::default()
+        };
+        let access = check_access(&shell, &perf_tool(), &writable, 7)
+            .await
+            .unwrap();
+        assert!(access.notes.iter().any(|n| n.contains("lowered")));
+
+        let read_only = ScriptedShellMock {
+            answers: HashMap::from([("stat", vec![out(255, denied)])]),
+            calls: Mutex::new(vec![]),
+        };
+        let facts = ContainerFacts {
+            seccomp: Some(2),
+            cap_eff: Some(0),
+            ..Default::default()
+        };
+        match check_access(&read_only, &perf_tool(), &facts, 7).await {
+            Err(Error::PerfDenied { missing, .. }) => assert_eq!(missing.len(), 2),
+            other => panic!("expected denial, got {other:?}"),
+        }
+        assert!(!read_only
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|c| c.contains("echo -1")));
+    }
+}

@@ -1,0 +1,252 @@
+//! perf as an engine: finding it (`tool`), checking it may record the process and choosing
+//! the event (`access`), reading what it printed (`report`), and here the CPU recipe's
+//! steps: `perf record -g` for the window, perf.data brought home, `perf script` streamed
+//! out of the container straight into the folder.
+
+pub mod access;
+pub mod report;
+pub mod tool;
+
+pub use access::{
+    check_access, diagnose_denial, failure, is_mlock_error, is_permission_error, parse_stat_csv,
+    Access, Denial, EventStatus,
+};
+pub use report::{first_error_line, parse_record_report, RecordReport};
+pub use tool::{build_option_on, find_perf, major_minor, order_perf_candidates, PerfTool};
+
+use super::{CollectJob, Collected, Engine, RecordCommand, RecordJob, Tool};
+use crate::docker::probe::ContainerFacts;
+use crate::docker::target::ProcInfo;
+use crate::docker::{ContainerShell, Shell};
+use crate::error::{Error, Result};
+use crate::profile::folded::fold_perf_script;
+use crate::store::Stem;
+use crate::ui::progress;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// On-CPU sampling with `perf record -g`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PerfEngine;
+
+/// A perf that may record the process, and the event it samples.
+#[derive(Debug, Clone)]
+pub struct PerfReady {
+    pub perf: PerfTool,
+    pub access: Access,
+}
+
+/// perf.data's name in the workdir.
+const DATA_NAME: &str = "perf.data";
+
+impl Engine for PerfEngine {
+    type Ready = PerfReady;
+
+    fn name(&self) -> &'static str {
+        "perf"
+    }
+
+    async fn prepare<'a>(
+        &'a self,
+        shell: &'a Shell,
+        facts: &'a ContainerFacts,
+        process: &'a ProcInfo,
+    ) -> Result<PerfReady> {
+        let perf = find_perf(shell, facts).await?;
+        let access = check_access(shell, &perf, facts, process.pid).await?;
+        Ok(PerfReady { perf, access })
+    }
+
+    fn tool(&self, ready: &PerfReady) -> Tool {
+        Tool {
+            path: ready.perf.path.clone(),
+            version: ready.perf.version.clone(),
+        }
+    }
+
+    fn event(&self, ready: &PerfReady) -> String {
+        ready.access.event.clone()
+    }
+
+    fn notes(&self, ready: &PerfReady) -> Vec<String> {
+        ready.access.notes.clone()
+    }
+
+    fn record_command(&self, ready: &PerfReady, job: &RecordJob) -> RecordCommand {
+        let mut argv: Vec<String> = vec![
+            ready.perf.path.clone(),
+            "record".into(),
+            "-g".into(),
+            "--call-graph".into(),
+            job.call_graph.perf_arg().into(),
+            "-F".into(),
+            job.frequency.to_string(),
+            "-e".into(),
+            ready.access.event.clone(),
+        ];
+        argv.extend(record_tail(
+            &ready.perf,
+            job.pid,
+            &format!("{}/{DATA_NAME}", job.workdir),
+            job.duration,
+        ));
+        RecordCommand { argv, user: None }
+    }
+
+    async fn collect<'a>(
+        &'a self,
+        ready: &'a PerfReady,
+        job: &'a CollectJob<'a>,
+    ) -> Result<Collected> {
+        let data_in_container = format!("{}/{DATA_NAME}", job.workdir);
+        let report = parse_record_report(&job.recorded.stderr);
+        ensure_data_written(
+            job.shell,
+            &data_in_container,
+            &job.recorded.stderr,
+            job.stem,
+        )
+        .await?;
+        let started = Instant::now();
+        download_data(job.shell, &data_in_container, job.stem).await?;
+        let mut timings_ms = vec![("download", started.elapsed().as_millis() as u64)];
+        let started = Instant::now();
+
+        let spinner = progress::spinner("symbolizing and folding stacks (perf script)");
+        let mut script_argv: Vec<String> = vec![
+            ready.perf.path.clone(),
+            "script".into(),
+            "-i".into(),
+            data_in_container.clone(),
+            "-F".into(),
+            "comm,pid,tid,time,event,ip,sym,dso".into(),
+            if job.inline {
+                "--inline"
+            } else {
+                "--no-inline"
+            }
+            .into(),
+        ];
+        script_argv.extend(symfs_args(job.symfs.as_deref()));
+        let keep = job.keep_script.then(|| job.stem.path("script"));
+        let streamed = job
+            .shell
+            .stream_to(&script_argv, keep, |reader| fold_perf_script(reader))
+            .await;
+        spinner.finish_and_clear();
+        timings_ms.push(("fold", started.elapsed().as_millis() as u64));
+        let (folded, script_out) = match streamed {
+            Ok((folded, out)) if out.success() || !folded.is_empty() => (folded, out),
+            Ok((_, out)) => {
+                job.stem.discard(&["data", "script"]);
+                return Err(Error::PerfFailed {
+                    container: job.shell.container().to_string(),
+                    step: "perf script".into(),
+                    detail: first_error_line(&out.stderr),
+                });
+            }
+            Err(e) => {
+                job.stem.discard(&["data", "script"]);
+                return Err(e);
+            }
+        };
+        let mut raw_files = vec!["data"];
+        if job.keep_script {
+            raw_files.push("script");
+        }
+        Ok(Collected {
+            folded,
+            raw_files,
+            reported_samples: report.samples,
+            lost_chunks: parse_record_report(&script_out.stderr)
+                .lost_chunks
+                .or(report.lost_chunks),
+            stderr: script_out.stderr,
+            timings_ms,
+        })
+    }
+}
+
+/// `--symfs ROOT` when the target's binaries are seen under another root (a sidecar reads
+/// them through /proc/<pid>/root).
+pub fn symfs_args(symfs: Option<&str>) -> Vec<String> {
+    match symfs {
+        Some(root) => vec!["--symfs".into(), root.to_string()],
+        None => Vec::new(),
+    }
+}
+
+/// The end every `perf record` shares: `[-z] -p PID -o FILE -- sleep SECONDS`, recording
+/// the target process for the window, compressed where this perf can.
+pub fn record_tail(perf: &PerfTool, pid: u32, output: &str, duration: Duration) -> Vec<String> {
+    let mut tail: Vec<String> = Vec::new();
+    if perf.supports_zstd {
+        tail.push("-z".into());
+    }
+    tail.extend([
+        "-p".into(),
+        pid.to_string(),
+        "-o".into(),
+        output.to_string(),
+        "--".into(),
+        "sleep".into(),
+        format!("{}", duration.as_secs_f64()),
+    ]);
+    tail
+}
+
+/// After the window: fails (discarding the stem) when perf wrote no data, explaining why
+/// from what perf printed (`stderr`).
+pub async fn ensure_data_written(
+    shell: &Shell,
+    data_in_container: &str,
+    stderr: &str,
+    stem: &Stem,
+) -> Result<()> {
+    let written = shell
+        .run(&["test", "-s", data_in_container])
+        .await
+        .map(|o| o.success())
+        .unwrap_or(false);
+    if written {
+        return Ok(());
+    }
+    stem.discard(&[]);
+    let container = shell.container().to_string();
+    if is_mlock_error(stderr) {
+        return Err(Error::PerfDenied {
+            container,
+            detail: first_error_line(stderr),
+            missing: vec!["locked memory for perf's ring buffer (other perf sessions of this user hold the budget)".into()],
+            fixes: vec![
+                "add the capability IPC_LOCK (compose `cap_add: [IPC_LOCK]`), or raise `kernel.perf_event_mlock_kb` on the host, or run fewer perf sessions at once".into(),
+            ],
+        });
+    }
+    let facts = ContainerFacts::probe(shell).await.unwrap_or_default();
+    Err(failure(&container, "perf record", stderr, &facts))
+}
+
+/// Copies perf.data out of the container as `<stem>.data`.
+pub async fn download_data(shell: &Shell, data_in_container: &str, stem: &Stem) -> Result<()> {
+    let spinner = progress::spinner("copying perf.data out of the container");
+    let data_name = stem.file_name("data");
+    let source_name = Path::new(data_in_container)
+        .file_name()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DATA_NAME));
+    let downloaded = shell
+        .docker()
+        .download(
+            shell.container(),
+            data_in_container,
+            stem.dir(),
+            move |entry| (entry == source_name).then(|| PathBuf::from(&data_name)),
+        )
+        .await;
+    spinner.finish_and_clear();
+    if downloaded.is_err() {
+        stem.discard(&["data"]);
+    }
+    downloaded.map(|_| ())
+}

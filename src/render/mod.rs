@@ -1,0 +1,143 @@
+//! Drawing profiles: interactive flamegraph SVGs through inferno, and the folded-stack
+//! files next to them.
+
+use crate::error::{Error, Result};
+use crate::profile::folded::Folded;
+use inferno::flamegraph::{self, color, Options};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// How one flamegraph is drawn.
+#[derive(Debug, Clone)]
+pub struct SvgSpec {
+    pub title: String,
+    pub subtitle: Option<String>,
+    /// What one unit of weight is: "samples", "events", "us off-CPU", "bytes".
+    pub count_name: String,
+    pub palette: color::Palette,
+}
+
+impl SvgSpec {
+    pub fn cpu(title: String, subtitle: Option<String>) -> Self {
+        SvgSpec {
+            title,
+            subtitle,
+            count_name: "samples".into(),
+            palette: color::Palette::Multi(color::MultiPalette::Rust),
+        }
+    }
+}
+
+pub fn write_svg<W: Write>(folded: &Folded, spec: &SvgSpec, out: W) -> io::Result<()> {
+    let mut options = Options::default();
+    options.title = spec.title.clone();
+    options.subtitle = spec.subtitle.clone();
+    options.count_name = spec.count_name.clone();
+    options.colors = spec.palette;
+    options.hash = true; // stable colours per function across renders
+    let lines: Vec<String> = folded.lines().collect();
+    flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
+        .map_err(|e| io::Error::other(e.to_string()))
+}
+
+/// How `devprof render` and `diff` lay a flamegraph out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    pub palette: color::Palette,
+    /// Pixels; `None` is fluid (fills the browser window).
+    pub width: Option<usize>,
+    /// Frames narrower than this percentage of the width are omitted.
+    pub min_width: f64,
+    /// Icicle graph: roots at the top.
+    pub inverted: bool,
+    /// Every stack reversed, leaves as roots.
+    pub reverse: bool,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            palette: color::Palette::Multi(color::MultiPalette::Rust),
+            width: None,
+            min_width: 0.1,
+            inverted: false,
+            reverse: false,
+        }
+    }
+}
+
+/// A flamegraph of `lines`: folded lines (`stack count`), or differential lines (`stack
+/// before after`, which inferno draws red where a frame grew and blue where it shrank).
+pub fn write_svg_lines<W: Write>(
+    lines: &[String],
+    title: &str,
+    subtitle: Option<String>,
+    layout: &Layout,
+    out: W,
+) -> io::Result<()> {
+    let mut options = Options::default();
+    options.title = title.to_string();
+    options.subtitle = subtitle;
+    options.count_name = "samples".into();
+    options.colors = layout.palette;
+    options.hash = true;
+    options.image_width = layout.width;
+    options.min_width = layout.min_width;
+    options.reverse_stack_order = layout.reverse;
+    if layout.inverted {
+        options.direction = flamegraph::Direction::Inverted;
+    }
+    // from_lines sorts the lines itself (no_sort is off).
+    flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
+        .map_err(|e| io::Error::other(e.to_string()))
+}
+
+/// Writes folded stacks to `path`.
+pub fn write_folded_file(folded: &Folded, path: &Path) -> Result<()> {
+    let file = std::fs::File::create(path)
+        .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+    folded
+        .write_to(BufWriter::new(file))
+        .map_err(|e| Error::io(format!("write {}", path.display()), e))
+}
+
+/// Writes the flamegraph of `folded` to `path`.
+pub fn write_svg_file(folded: &Folded, spec: &SvgSpec, path: &Path) -> Result<()> {
+    let file = std::fs::File::create(path)
+        .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+    write_svg(folded, spec, BufWriter::new(file))
+        .map_err(|e| Error::io(format!("write {}", path.display()), e))
+}
+
+/// Where an SVG goes (`-o -` is standard output).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SvgOutput {
+    Stdout,
+    File(PathBuf),
+}
+
+/// Writes a flamegraph of folded or differential `lines` to `output`.
+pub fn write_svg_lines_to(
+    output: &SvgOutput,
+    lines: &[String],
+    title: &str,
+    subtitle: Option<String>,
+    layout: &Layout,
+) -> Result<()> {
+    match output {
+        SvgOutput::Stdout => {
+            let mut out = BufWriter::new(io::stdout().lock());
+            write_svg_lines(lines, title, subtitle, layout, &mut out)
+                .and_then(|()| out.flush())
+                .map_err(|e| Error::io("write the SVG to standard output", e))
+        }
+        SvgOutput::File(path) => {
+            let file = std::fs::File::create(path)
+                .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+            let mut out = BufWriter::new(file);
+            write_svg_lines(lines, title, subtitle, layout, &mut out)
+                .and_then(|()| out.flush())
+                .map_err(|e| Error::io(format!("write {}", path.display()), e))
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Validated settings, made once from the command line (which clap has already merged with
+//! the environment and .env). Nothing past this point sees raw argument strings. One file
+//! per command group: `capture` (cpu, offcpu, heap), `store` (ls, clean, render, top, diff),
+//! `setup` (build, compose, doctor); the rules they share are here.
+
+pub mod capture;
+pub mod setup;
+pub mod store;
+
+pub use capture::{CpuSettings, HeapSettings, HeapSource, OffcpuSettings, SummaryMode};
+
+use crate::cli::{CallGraphArg, EngineArg, ModeArg, PlacementArgs, ProcessArgs};
+use crate::docker::target::ProcessSelector;
+use crate::error::{Error, Result};
+use crate::units::parse_duration;
+use regex::Regex;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallGraph {
+    FramePointer,
+    Dwarf,
+}
+
+impl CallGraph {
+    pub fn perf_arg(self) -> &'static str {
+        match self {
+            CallGraph::FramePointer => "fp",
+            CallGraph::Dwarf => "dwarf",
+        }
+    }
+}
+
+/// Which engine records a CPU capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// The best engine for the process's runtime.
+    Auto,
+    Perf,
+}
+
+impl From<EngineArg> for EngineChoice {
+    fn from(arg: EngineArg) -> Self {
+        match arg {
+            EngineArg::Auto => EngineChoice::Auto,
+            EngineArg::Perf => EngineChoice::Perf,
+        }
+    }
+}
+
+/// Where perf runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureMode {
+    /// Exec when the container has a perf that may record, else a sidecar.
+    Auto,
+    Exec,
+    Sidecar,
+}
+
+/// Where the recorder runs, and the image a sidecar is made from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub mode: CaptureMode,
+    pub profiler_image: String,
+}
+
+pub(crate) fn placement_of(args: PlacementArgs) -> Result<Placement> {
+    let profiler_image = args.profiler_image.trim().to_string();
+    if profiler_image.is_empty() {
+        return Err(Error::Usage(
+            "--profiler-image / DEVPROF_PROFILER_IMAGE is empty".into(),
+        ));
+    }
+    Ok(Placement {
+        mode: args.mode.into(),
+        profiler_image,
+    })
+}
+
+impl From<ModeArg> for CaptureMode {
+    fn from(arg: ModeArg) -> Self {
+        match arg {
+            ModeArg::Auto => CaptureMode::Auto,
+            ModeArg::Exec => CaptureMode::Exec,
+            ModeArg::Sidecar => CaptureMode::Sidecar,
+        }
+    }
+}
+
+/// The longest capture accepted; perf.data grows with it and a typo like `600m` should
+/// not silently record for ten hours.
+const MAX_DURATION: Duration = Duration::from_secs(6 * 3600);
+
+/// Where event configs are looked up: DEVPROF_CONFIG_DIR, then ./profiling-configs.
+pub fn config_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = std::env::var_os("DEVPROF_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        dirs.push(PathBuf::from(dir));
+    }
+    dirs.push(PathBuf::from("profiling-configs"));
+    dirs
+}
+
+pub(crate) fn target_of(target: Option<String>) -> Result<String> {
+    target
+        .filter(|t| !t.trim().is_empty())
+        .ok_or(Error::NoTarget)
+}
+
+pub(crate) fn window_of(text: &str) -> Result<Duration> {
+    let duration =
+        parse_duration(text).map_err(|e| Error::Usage(format!("invalid DURATION {e}")))?;
+    if duration.is_zero() {
+        return Err(Error::Usage("DURATION must be at least 1 s".into()));
+    }
+    if duration > MAX_DURATION {
+        return Err(Error::Usage(format!(
+            "DURATION {text} is longer than the 6 h limit"
+        )));
+    }
+    Ok(duration)
+}
+
+pub(crate) fn call_graph_of(arg: CallGraphArg) -> CallGraph {
+    match arg {
+        CallGraphArg::Fp => CallGraph::FramePointer,
+        CallGraphArg::Dwarf => CallGraph::Dwarf,
+    }
+}
+
+pub(crate) fn selector_of(args: ProcessArgs) -> Result<ProcessSelector> {
+    Ok(match (args.process, args.pid) {
+        (_, Some(pid)) => ProcessSelector::Pid(pid),
+        (Some(re), None) => ProcessSelector::Matching(
+            Regex::new(&re).map_err(|e| Error::Usage(format!("--process: invalid regex: {e}")))?,
+        ),
+        (None, None) => ProcessSelector::Main,
+    })
+}

@@ -1,0 +1,300 @@
+//! Validated settings of the store commands (`ls`, `clean`, `render`, `top`, `diff`),
+//! made once from the command line; nothing past this point sees the raw strings.
+
+use crate::cli::{
+    CleanArgs, DiffArgs, FilterArgs, LayoutArgs, LsArgs, MeasureArg, PresetArg, RenderArgs, TopArgs,
+};
+use crate::error::{Error, Result};
+use crate::profile::diff::Measure;
+use crate::profile::filter::{Preset, StackFilter};
+use crate::render::{Layout, SvgOutput};
+use crate::store::loader::ProfileRef;
+use crate::store::valid_container_name;
+use crate::units::parse_duration;
+use inferno::flamegraph::color::Palette;
+use regex::Regex;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn container(target: Option<String>) -> Result<Option<String>> {
+    match target {
+        Some(t) if !valid_container_name(&t) => Err(Error::Usage(format!(
+            "TARGET '{t}' is not a container name (letters, digits, '_', '.', '-')"
+        ))),
+        other => Ok(other),
+    }
+}
+
+fn regex(text: Option<String>, flag: &str) -> Result<Option<Regex>> {
+    text.map(|t| {
+        Regex::new(&t).map_err(|e| Error::Usage(format!("{flag}: invalid regex '{t}': {e}")))
+    })
+    .transpose()
+}
+
+fn filter(args: FilterArgs) -> Result<StackFilter> {
+    Ok(StackFilter {
+        include: regex(args.include, "--include")?,
+        exclude: regex(args.exclude, "--exclude")?,
+        preset: args.preset.map(|p| match p {
+            PresetArg::Node => Preset::Node,
+        }),
+    })
+}
+
+fn limit(n: usize) -> Result<usize> {
+    if n == 0 {
+        return Err(Error::Usage("--limit must be at least 1".into()));
+    }
+    Ok(n)
+}
+
+/// Layout flags shared by render and diff, with the default output file.
+#[derive(Debug, Clone)]
+pub struct SvgSettings {
+    pub title: Option<String>,
+    pub layout: Layout,
+    pub output: SvgOutput,
+}
+
+fn svg_settings(args: LayoutArgs, default_output: PathBuf) -> Result<SvgSettings> {
+    if !(0.0..100.0).contains(&args.min_width) {
+        return Err(Error::Usage(format!(
+            "--min-width {} is out of range (0 to 100 percent of the width)",
+            args.min_width
+        )));
+    }
+    if let Some(w) = args.width {
+        if !(100..=100_000).contains(&w) {
+            return Err(Error::Usage(format!(
+                "--width {w} is out of range (100..=100000 pixels)"
+            )));
+        }
+    }
+    let output = match args.output {
+        Some(p) if p.as_os_str() == "-" => SvgOutput::Stdout,
+        Some(p) => SvgOutput::File(p),
+        None => SvgOutput::File(default_output),
+    };
+    Ok(SvgSettings {
+        title: args.title,
+        layout: Layout {
+            width: args.width,
+            min_width: args.min_width,
+            ..Layout::default()
+        },
+        output,
+    })
+}
+
+/// The name of a profile for default output names: `perf-20261122-101500` or the container.
+fn short_name(profile: &ProfileRef) -> String {
+    match profile {
+        ProfileRef::File(p) => p
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "profile".into()),
+        ProfileRef::Newest(c) => c.clone(),
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LsSettings {
+    pub output_dir: PathBuf,
+    pub container: Option<String>,
+    pub json: bool,
+}
+
+impl LsSettings {
+    pub fn from_args(args: LsArgs, output_dir: PathBuf) -> Result<Self> {
+        Ok(LsSettings {
+            output_dir,
+            container: container(args.target)?,
+            json: args.json,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CleanSettings {
+    pub output_dir: PathBuf,
+    pub container: Option<String>,
+    pub older: Duration,
+    pub keep_last: usize,
+    pub dry_run: bool,
+    pub json: bool,
+}
+
+impl CleanSettings {
+    pub fn from_args(args: CleanArgs, output_dir: PathBuf) -> Result<Self> {
+        let age = args
+            .older
+            .as_deref()
+            .ok_or_else(|| Error::Usage("clean needs --older AGE (or --containers)".into()))?;
+        let older =
+            parse_duration(age).map_err(|e| Error::Usage(format!("invalid --older AGE {e}")))?;
+        Ok(CleanSettings {
+            output_dir,
+            container: container(args.target)?,
+            older,
+            keep_last: args.keep_last,
+            dry_run: args.dry_run,
+            json: args.json,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RenderSettings {
+    pub input: PathBuf,
+    pub svg: SvgSettings,
+    pub filter: StackFilter,
+}
+
+impl RenderSettings {
+    pub fn from_args(args: RenderArgs) -> Result<Self> {
+        let palette: Palette = args.colors.parse().map_err(|_| {
+            Error::Usage(format!(
+                "--colors '{}' is not a palette; use one of: {}",
+                args.colors,
+                Palette::VARIANTS.join(", ")
+            ))
+        })?;
+        let stem = short_name(&ProfileRef::File(args.file.clone()));
+        let mut svg = svg_settings(args.layout, PathBuf::from(format!("{stem}.svg")))?;
+        svg.layout.palette = palette;
+        svg.layout.inverted = args.inverted;
+        svg.layout.reverse = args.reverse;
+        Ok(RenderSettings {
+            input: args.file,
+            svg,
+            filter: filter(args.filter)?,
+        })
+    }
+}
+
+/// What `top` computes besides the self and inclusive rankings.
+#[derive(Debug, Clone)]
+pub struct CallersQuery {
+    pub pattern: Regex,
+    pub module: Option<Regex>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TopSettings {
+    pub output_dir: PathBuf,
+    pub profile: ProfileRef,
+    pub limit: usize,
+    pub callers: Option<CallersQuery>,
+    pub modules: Option<Regex>,
+    pub json: bool,
+    pub filter: StackFilter,
+}
+
+impl TopSettings {
+    pub fn from_args(args: TopArgs, output_dir: PathBuf) -> Result<Self> {
+        let callers = match regex(args.callers, "--callers")? {
+            Some(pattern) => Some(CallersQuery {
+                pattern,
+                module: regex(args.module, "--module")?,
+            }),
+            None => None,
+        };
+        Ok(TopSettings {
+            output_dir,
+            profile: ProfileRef::parse(&args.profile, "FILE|TARGET")?,
+            limit: limit(args.limit)?,
+            callers,
+            modules: regex(args.modules, "--modules")?,
+            json: args.json,
+            filter: filter(args.filter)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct DiffSettings {
+    pub output_dir: PathBuf,
+    pub before: ProfileRef,
+    pub after: ProfileRef,
+    pub limit: usize,
+    pub measure: Measure,
+    pub svg: SvgSettings,
+    pub json: bool,
+    pub filter: StackFilter,
+}
+
+impl DiffSettings {
+    pub fn from_args(args: DiffArgs, output_dir: PathBuf) -> Result<Self> {
+        let before = ProfileRef::parse(&args.before, "BEFORE")?;
+        let after = ProfileRef::parse(&args.after, "AFTER")?;
+        let default_output = PathBuf::from(format!(
+            "diff-{}-{}.svg",
+            short_name(&before),
+            short_name(&after)
+        ));
+        Ok(DiffSettings {
+            output_dir,
+            before,
+            after,
+            limit: limit(args.limit)?,
+            measure: match args.by {
+                MeasureArg::SelfTime => Measure::SelfTime,
+                MeasureArg::Inclusive => Measure::Inclusive,
+            },
+            svg: svg_settings(args.layout, default_output)?,
+            json: args.json,
+            filter: filter(args.filter)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_refs_are_files_or_container_names() {
+        assert_eq!(
+            ProfileRef::parse("demo-seq", "X").unwrap(),
+            ProfileRef::Newest("demo-seq".into())
+        );
+        assert_eq!(
+            ProfileRef::parse("perf-1.folded", "X").unwrap(),
+            ProfileRef::File("perf-1.folded".into())
+        );
+        assert_eq!(
+            ProfileRef::parse("profiling/demo-seq", "X").unwrap(),
+            ProfileRef::File("profiling/demo-seq".into())
+        );
+        assert!(ProfileRef::parse("", "X").is_err());
+        assert!(ProfileRef::parse("a b", "X").is_err());
+    }
+
+    #[test]
+    fn clean_age_uses_the_duration_grammar() {
+        let args = |older: &str| CleanArgs {
+            target: None,
+            older: Some(older.into()),
+            containers: false,
+            keep_last: 0,
+            dry_run: false,
+            json: false,
+        };
+        let s = CleanSettings::from_args(args("7d"), "p".into()).unwrap();
+        assert_eq!(s.older, Duration::from_secs(7 * 86_400));
+        assert_eq!(
+            CleanSettings::from_args(args("12h"), "p".into())
+                .unwrap()
+                .older,
+            Duration::from_secs(12 * 3_600)
+        );
+        let err = CleanSettings::from_args(args("7x"), "p".into()).unwrap_err();
+        assert_eq!(err.exit_code(), crate::exit::USAGE);
+        let bad_target = CleanArgs {
+            target: Some("../etc".into()),
+            ..args("7d")
+        };
+        assert!(CleanSettings::from_args(bad_target, "p".into()).is_err());
+    }
+}

@@ -1,0 +1,320 @@
+//! The doctor's checklist as data: every fact gathered about the target goes in, a list of
+//! checks (✓, ✗ with the fix, ! for what only degrades the profile, - when not
+//! applicable or not checked) comes out. Pure, so every rule is unit-tested.
+
+//! One file per area: `access` (perf, the trial, kernel settings, tracefs), `config`
+//! (capabilities, seccomp, privileged), `binary` (symbols, debug info, frame pointers,
+//! jemalloc), `runtime` (JIT and interpreted frames).
+
+mod access;
+mod binary;
+mod config;
+mod runtime_check;
+#[cfg(test)]
+mod tests;
+
+use super::facts::{DoctorFacts, ProcessExtras, Trial};
+use crate::docker::probe::{
+    ContainerFacts, CAP_PERFMON, CAP_SYSLOG, CAP_SYS_ADMIN, CAP_SYS_PTRACE,
+};
+use crate::docker::target::{ContainerInfo, ProcInfo};
+use crate::runtime::{self, Runtime};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// ✓
+    Pass,
+    /// ✗: the profile would be denied, empty or hex-only.
+    Fail,
+    /// !: the profile works but loses something (kernel frames, inlined frames, ...).
+    Warn,
+    /// -: not applicable, or not checked because an earlier check failed.
+    Skip,
+}
+
+impl Status {
+    pub fn mark(self) -> &'static str {
+        match self {
+            Status::Pass => "✓",
+            Status::Fail => "✗",
+            Status::Warn => "!",
+            Status::Skip => "-",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub status: Status,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+fn check(
+    id: &'static str,
+    title: &'static str,
+    status: Status,
+    detail: impl Into<String>,
+    fix: Option<String>,
+) -> Check {
+    Check {
+        id,
+        title,
+        status,
+        detail: detail.into(),
+        fix,
+    }
+}
+
+fn skipped(id: &'static str, title: &'static str, why: &str) -> Check {
+    check(id, title, Status::Skip, format!("not checked: {why}"), None)
+}
+
+fn caps_named(bits: u64) -> Vec<&'static str> {
+    [
+        (CAP_PERFMON, "PERFMON"),
+        (CAP_SYS_ADMIN, "SYS_ADMIN"),
+        (CAP_SYS_PTRACE, "SYS_PTRACE"),
+        (CAP_SYSLOG, "SYSLOG"),
+    ]
+    .iter()
+    .filter(|(bit, _)| bits & (1u64 << bit) != 0)
+    .map(|(_, name)| *name)
+    .collect()
+}
+
+/// The compose lines that grant monitoring on this engine.
+fn monitor_fix(perfmon_known: Option<&Result<(), String>>) -> String {
+    match perfmon_known {
+        Some(Err(_)) => "add capabilities: compose `cap_add: [SYS_ADMIN, SYS_PTRACE]` (this engine does not know PERFMON, \
+                         so SYS_ADMIN stands in for it), or `docker run --cap-add SYS_ADMIN --cap-add SYS_PTRACE`; \
+                         `devprof compose --services SERVICE` writes the override"
+            .to_string(),
+        _ => "add capabilities: compose `cap_add: [PERFMON, SYS_PTRACE]`, or `docker run --cap-add PERFMON --cap-add SYS_PTRACE`; \
+              `devprof compose --services SERVICE` writes the override"
+            .to_string(),
+    }
+}
+
+/// The checklist.
+/// What every area reads, worked out once.
+pub(super) struct Context<'a> {
+    pub facts: &'a DoctorFacts,
+    pub container: &'a ContainerInfo,
+    pub process: Option<&'a ProcInfo>,
+    pub probe: ContainerFacts,
+    /// The kernel's release, from the engine or else the container.
+    pub kernel: String,
+    pub extras: ProcessExtras,
+    /// CAP_PERFMON or CAP_SYS_ADMIN.
+    pub may_monitor: bool,
+    /// perf_event_paranoid > 1 and no capability past it.
+    pub paranoid_blocks: bool,
+    /// Docker's default seccomp profile allows perf_event_open only with CAP_SYS_ADMIN (and,
+    /// on engines that know it, CAP_PERFMON).
+    pub seccomp_blocks: bool,
+    /// The 100 ms trial counted.
+    pub trial_ok: bool,
+}
+
+/// The checklist.
+pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
+    let mut checks = Vec::new();
+
+    // The daemon.
+    match &facts.daemon {
+        Some(Ok(address)) => {
+            let engine = facts
+                .engine
+                .as_ref()
+                .map(|e| {
+                    format!(
+                        " (Docker {}, API {}, kernel {})",
+                        e.version, e.api_version, e.kernel
+                    )
+                })
+                .unwrap_or_default();
+            checks.push(check(
+                "daemon",
+                "Docker daemon",
+                Status::Pass,
+                format!("reachable at {address}{engine}"),
+                None,
+            ));
+        }
+        Some(Err(why)) => {
+            checks.push(check(
+                "daemon",
+                "Docker daemon",
+                Status::Fail,
+                why.clone(),
+                Some("start it (`systemctl start docker`), point DOCKER_HOST at it, and use its socket as root or a member of the `docker` group".into()),
+            ));
+            return checks;
+        }
+        None => return checks,
+    }
+
+    // The container.
+    let container = match &facts.container {
+        Some(Ok(c)) => {
+            checks.push(check(
+                "container",
+                "container running",
+                Status::Pass,
+                format!(
+                    "{} ({}, image {}) is running",
+                    c.name,
+                    c.short_id(),
+                    c.image
+                ),
+                None,
+            ));
+            c
+        }
+        Some(Err(why)) => {
+            let (first, rest) = why.split_once('\n').unwrap_or((why.as_str(), ""));
+            checks.push(check(
+                "container",
+                "container running",
+                Status::Fail,
+                first.to_string(),
+                Some(if rest.trim().is_empty() {
+                    "start it, or name a running container".to_string()
+                } else {
+                    rest.trim().to_string()
+                }),
+            ));
+            return checks;
+        }
+        None => return checks,
+    };
+
+    // The process.
+    let process = match &facts.process {
+        Some(Ok(p)) => {
+            checks.push(check(
+                "process",
+                "target process",
+                Status::Pass,
+                format!("pid {} in the container: {}", p.pid, p.cmdline),
+                None,
+            ));
+            Some(p)
+        }
+        Some(Err(why)) => {
+            checks.push(check(
+                "process",
+                "target process",
+                Status::Fail,
+                why.clone(),
+                Some("pick it with --process REGEX (its command line) or --pid N (as seen in the container)".into()),
+            ));
+            None
+        }
+        None => {
+            checks.push(skipped(
+                "process",
+                "target process",
+                "the container could not be inspected",
+            ));
+            None
+        }
+    };
+    let probe = facts.probe.clone().unwrap_or_default();
+    let kernel = facts
+        .engine
+        .as_ref()
+        .map(|e| e.kernel.clone())
+        .filter(|k| !k.is_empty())
+        .unwrap_or_else(|| probe.kernel.clone());
+
+    let may_monitor = probe.may_monitor();
+    let cx = Context {
+        facts,
+        container,
+        process,
+        kernel,
+        extras: facts.extras.clone().unwrap_or_default(),
+        may_monitor,
+        paranoid_blocks: probe.paranoid.is_some_and(|l| l > 1) && !may_monitor,
+        seccomp_blocks: probe.seccomp == Some(2) && !may_monitor,
+        trial_ok: matches!(facts.trial, Some(Trial::Allowed(_))),
+        probe,
+    };
+    access::perf_check(&cx, &mut checks);
+    access::perf_event_open(&cx, &mut checks);
+    access::kernel(&cx, &mut checks);
+    config::configuration(&cx, &mut checks);
+    binary::binary(&cx, &mut checks);
+    binary::jemalloc(&cx, &mut checks);
+    checks.push(runtime_check::runtime_check(
+        runtime_of(cx.process, &cx.extras),
+        cx.process,
+        &cx.extras,
+        facts.extras.is_some(),
+    ));
+    checks
+}
+
+/// The runtime of the process the doctor looked at.
+pub fn runtime_of(process: Option<&ProcInfo>, extras: &ProcessExtras) -> Runtime {
+    let program = process.map(|p| p.program().to_string()).unwrap_or_default();
+    runtime::detect(&program, &extras.process.exe, &extras.process.libraries)
+}
+
+/// Checks that block profiling.
+pub fn failures(checks: &[Check]) -> Vec<&Check> {
+    checks.iter().filter(|c| c.status == Status::Fail).collect()
+}
+
+/// The checklist for a terminal.
+pub fn render(target: &str, checks: &[Check]) -> String {
+    let mut out = format!("devprof doctor {target}\n");
+    let width = checks
+        .iter()
+        .map(|c| c.title.chars().count())
+        .max()
+        .unwrap_or(10);
+    for c in checks {
+        out.push_str(&format!(
+            "  {} {:<width$}  {}\n",
+            c.status.mark(),
+            c.title,
+            c.detail
+        ));
+        if let Some(fix) = &c.fix {
+            if c.status != Status::Pass {
+                out.push_str(&format!("    {:<width$}  fix: {fix}\n", ""));
+            }
+        }
+    }
+    let failed = failures(checks);
+    let warned = checks.iter().filter(|c| c.status == Status::Warn).count();
+    if failed.is_empty() {
+        out.push_str(&format!(
+            "nothing blocks profiling {target}{}\n",
+            if warned > 0 {
+                format!(" ({warned} warning(s): the profile loses something, see !)")
+            } else {
+                String::new()
+            }
+        ));
+    } else {
+        out.push_str(&format!(
+            "{} check(s) block profiling: {}\n",
+            failed.len(),
+            failed
+                .iter()
+                .map(|c| c.title)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out
+}

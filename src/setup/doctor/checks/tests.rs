@@ -1,0 +1,321 @@
+//! The checklist on facts read from real containers (tests/data/doctor).
+use super::runtime_check::runtime_check;
+use super::*;
+use crate::docker::{ContainerConfig, EngineVersion};
+use crate::engines::perf::PerfTool;
+use crate::runtime::facts::ProcessFacts;
+use crate::symbols::elf::{Arch, ElfReport, FpVerdict, FramePointers, Jemalloc};
+
+const PROBE_DEMO: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/doctor/probe-demo-seq.txt"
+));
+const EXTRAS_DEMO: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/doctor/extras-demo-seq.txt"
+));
+const PROBE_PLAIN: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/doctor/probe-plain.txt"
+));
+const EXTRAS_PLAIN: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/doctor/extras-plain.txt"
+));
+const PERFMON_REJECTED: &str = "invalid CapAdd: unknown capability: \"CAP_PERFMON\"";
+
+fn engine() -> EngineVersion {
+    EngineVersion {
+        version: "20.10.24+dfsg1".into(),
+        api_version: "1.41".into(),
+        kernel: "6.18.44-fc-v595".into(),
+    }
+}
+
+fn container(name: &str) -> ContainerInfo {
+    ContainerInfo {
+        id: "1ed92c4ee5231234".into(),
+        name: name.into(),
+        image: "devprof-demo-node:latest".into(),
+        state: "running".into(),
+        service: None,
+        project: None,
+        labels: Default::default(),
+    }
+}
+
+/// /usr/local/bin/demo-node as `devprof build source` makes it (numbers read from it).
+fn demo_node_elf() -> ElfReport {
+    ElfReport {
+        arch: Arch::X86_64,
+        symtab_functions: 2021,
+        dynsym_functions: 0,
+        debug_info_bytes: 4_089_803,
+        has_debug_line: true,
+        debuglink: None,
+        build_id: None,
+        has_eh_frame: true,
+        has_debug_frame: false,
+        frame_pointers: FramePointers {
+            verdict: FpVerdict::Yes,
+            examined: 42,
+            with_fp: 42,
+            basis: "the prologues (push %rbp; mov %rsp,%rbp) of the program's own Rust functions in .symtab".into(),
+        },
+        jemalloc: Jemalloc::Prefixed,
+    }
+}
+
+/// The same binary after `strip`.
+fn stripped_elf() -> ElfReport {
+    ElfReport {
+        symtab_functions: 0,
+        debug_info_bytes: 0,
+        has_debug_line: false,
+        frame_pointers: FramePointers {
+            verdict: FpVerdict::Yes,
+            examined: 1527,
+            with_fp: 999,
+            basis: "the prologues (push %rbp; mov %rsp,%rbp) of the .eh_frame entries".into(),
+        },
+        ..demo_node_elf()
+    }
+}
+
+fn demo_seq() -> DoctorFacts {
+    let probe = ContainerFacts::parse(PROBE_DEMO);
+    let process = probe
+        .processes
+        .iter()
+        .find(|p| p.pid == 6)
+        .cloned()
+        .unwrap();
+    DoctorFacts {
+        target: "demo-seq".into(),
+        daemon: Some(Ok("unix:///var/run/docker.sock".into())),
+        engine: Some(engine()),
+        container: Some(Ok(container("demo-seq"))),
+        config: Some(ContainerConfig {
+            cap_add: vec![
+                "SYS_ADMIN".into(),
+                "SYS_PTRACE".into(),
+                "SYSLOG".into(),
+                "IPC_LOCK".into(),
+            ],
+            security_opt: vec!["seccomp=unconfined".into()],
+            ..Default::default()
+        }),
+        perfmon_known: Some(Err(PERFMON_REJECTED.into())),
+        probe: Some(probe),
+        process: Some(Ok(process)),
+        perf: Some(Ok(PerfTool {
+            path: "/usr/bin/perf".into(),
+            version: "6.1.176".into(),
+            supports_zstd: true,
+        })),
+        trial: Some(Trial::Allowed(75.8)),
+        extras: Some(ProcessExtras::parse(EXTRAS_DEMO)),
+        binary: Some(("/usr/local/bin/demo-node".into(), Ok(demo_node_elf()))),
+    }
+}
+
+fn plain() -> DoctorFacts {
+    let probe = ContainerFacts::parse(PROBE_PLAIN);
+    let process = probe.processes[0].clone();
+    DoctorFacts {
+        target: "plain".into(),
+        daemon: Some(Ok("unix:///var/run/docker.sock".into())),
+        engine: Some(engine()),
+        container: Some(Ok(container("plain"))),
+        config: Some(ContainerConfig::default()),
+        perfmon_known: Some(Err(PERFMON_REJECTED.into())),
+        probe: Some(probe),
+        process: Some(Ok(process)),
+        perf: Some(Err("not installed in the container".into())),
+        trial: None,
+        extras: Some(ProcessExtras::parse(EXTRAS_PLAIN)),
+        binary: Some(("/usr/local/bin/demo-node".into(), Ok(stripped_elf()))),
+    }
+}
+
+fn by_id<'a>(checks: &'a [Check], id: &str) -> &'a Check {
+    checks
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+}
+
+#[test]
+fn demo_seq_passes_every_check() {
+    let checks = evaluate(&demo_seq());
+    assert_eq!(checks.len(), 16);
+    for c in &checks {
+        assert_eq!(c.status, Status::Pass, "{c:?}");
+    }
+    assert!(by_id(&checks, "capabilities")
+        .detail
+        .contains("SYS_ADMIN stands in for PERFMON"));
+    assert!(by_id(&checks, "perf")
+        .detail
+        .contains("older than the kernel 6.18.44-fc-v595"));
+    assert!(by_id(&checks, "jemalloc")
+        .detail
+        .starts_with("active: _RJEM_MALLOC_CONF=prof:true"));
+    assert!(failures(&checks).is_empty());
+    assert!(render("demo-seq", &checks).ends_with("nothing blocks profiling demo-seq\n"));
+}
+
+#[test]
+fn plain_container_fails_each_blocking_check_with_its_fix() {
+    let checks = evaluate(&plain());
+    let failed: Vec<&str> = failures(&checks).iter().map(|c| c.id).collect();
+    assert_eq!(
+        failed,
+        vec![
+            "perf",
+            "perf_event_open",
+            "perf_event_paranoid",
+            "capabilities",
+            "seccomp",
+            "symbols"
+        ]
+    );
+    for c in failures(&checks) {
+        assert!(
+            c.fix.as_deref().is_some_and(|f| !f.is_empty()),
+            "{c:?} has no fix"
+        );
+    }
+    assert!(
+        by_id(&checks, "capabilities")
+            .fix
+            .as_deref()
+            .unwrap()
+            .contains("cap_add: [SYS_ADMIN, SYS_PTRACE]"),
+        "this engine rejects PERFMON"
+    );
+    assert!(by_id(&checks, "perf")
+        .fix
+        .as_deref()
+        .unwrap()
+        .contains("devprof build tools devprof-demo-node:latest"));
+    assert!(by_id(&checks, "symbols").detail.contains("stripped"));
+    assert!(by_id(&checks, "perf_event_open")
+        .detail
+        .starts_with("not tried (no perf)"));
+    for warned in ["kptr_restrict", "tracefs", "debuginfo", "jemalloc"] {
+        assert_eq!(by_id(&checks, warned).status, Status::Warn, "{warned}");
+    }
+    // Frame pointers are still judged without symbols, from .eh_frame.
+    assert_eq!(by_id(&checks, "frame_pointers").status, Status::Pass);
+    let text = render("plain", &checks);
+    assert!(
+        text.contains("✗ perf ") && text.contains("fix: use an image with perf"),
+        "{text}"
+    );
+    assert!(text.ends_with("6 check(s) block profiling: perf, perf_event_open, kernel.perf_event_paranoid, capabilities, seccomp, symbols\n"));
+}
+
+#[test]
+fn a_successful_trial_outweighs_the_prediction() {
+    let mut facts = plain();
+    facts.perf = demo_seq().perf;
+    facts.trial = Some(Trial::Allowed(80.0));
+    facts.binary = Some(("/usr/local/bin/demo-node".into(), Ok(demo_node_elf())));
+    let checks = evaluate(&facts);
+    assert!(failures(&checks).is_empty(), "{:?}", failures(&checks));
+    let denied = DoctorFacts {
+        trial: Some(Trial::Denied(
+            "No permission to enable cpu-clock event.".into(),
+        )),
+        ..facts
+    };
+    let checks = evaluate(&denied);
+    let open = by_id(&checks, "perf_event_open");
+    assert_eq!(open.status, Status::Fail);
+    assert!(open.detail.contains("No permission"));
+    assert!(open.fix.as_deref().unwrap().contains("seccomp=unconfined"));
+}
+
+#[test]
+fn unreachable_daemon_and_missing_container_stop_the_list() {
+    let checks = evaluate(&DoctorFacts {
+        daemon: Some(Err("cannot reach the Docker daemon at unix:///nope".into())),
+        ..Default::default()
+    });
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].status, Status::Fail);
+    let checks = evaluate(&DoctorFacts {
+        daemon: Some(Ok("unix:///var/run/docker.sock".into())),
+        container: Some(Err(
+            "no container matches 'x'\n  running containers:\n    - demo-seq".into(),
+        )),
+        ..Default::default()
+    });
+    assert_eq!(checks.len(), 2);
+    assert_eq!(checks[1].detail, "no container matches 'x'");
+    assert!(checks[1].fix.as_deref().unwrap().contains("demo-seq"));
+}
+
+#[test]
+fn runtimes() {
+    let proc_of = |cmd: &str| ProcInfo {
+        pid: 7,
+        ppid: 1,
+        cmdline: cmd.into(),
+    };
+    let extras = |libs: &[&str]| ProcessExtras {
+        process: ProcessFacts {
+            libraries: libs.iter().map(|l| l.to_string()).collect(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    assert_eq!(
+        runtime_of(Some(&proc_of("/usr/bin/java -jar x.jar")), &extras(&[])),
+        Runtime::Jvm
+    );
+    assert_eq!(
+        runtime_of(
+            Some(&proc_of("besu")),
+            &extras(&["/opt/java/lib/server/libjvm.so"])
+        ),
+        Runtime::Jvm
+    );
+    assert_eq!(
+        runtime_of(Some(&proc_of("node dist/main.js")), &extras(&[])),
+        Runtime::Node
+    );
+    assert_eq!(
+        runtime_of(Some(&proc_of("python3.12 -m app")), &extras(&[])),
+        Runtime::Python
+    );
+    assert_eq!(
+        runtime_of(Some(&proc_of("demo-node")), &extras(&[])),
+        Runtime::Native
+    );
+    let node = runtime_check(
+        Runtime::Node,
+        Some(&proc_of("node --perf-basic-prof app.js")),
+        &extras(&[]),
+        true,
+    );
+    assert_eq!(node.status, Status::Pass);
+    let jvm = runtime_check(Runtime::Jvm, Some(&proc_of("java")), &extras(&[]), true);
+    assert_eq!(jvm.status, Status::Warn);
+    assert!(jvm.fix.unwrap().contains("PreserveFramePointer"));
+}
+
+#[test]
+fn extras_parse_real_output() {
+    let e = ProcessExtras::parse(EXTRAS_DEMO);
+    assert_eq!(e.process.exe, "/usr/local/bin/demo-node");
+    assert_eq!(e.process.env.len(), 2);
+    assert_eq!(e.tracefs.as_deref(), Some("/sys/kernel/tracing"));
+    assert_eq!(e.kallsyms_address, "ffffffff81000000");
+    let p = ProcessExtras::parse(EXTRAS_PLAIN);
+    assert_eq!(
+        (p.tracefs, p.kallsyms_address.as_str()),
+        (None, "0000000000000000")
+    );
+}

@@ -1,0 +1,78 @@
+//! What the doctor gathers about a target, as plain data: the daemon, the container and
+//! its configuration, the probe every capture makes, the perf_event_open trial, the
+//! process's environment and maps, and its binary.
+
+use crate::docker::probe::ContainerFacts;
+use crate::docker::target::{ContainerInfo, ProcInfo};
+use crate::docker::{ContainerConfig, EngineVersion};
+use crate::engines::perf::PerfTool;
+use crate::runtime::facts::{process_script, ProcessFacts};
+use crate::symbols::elf::ElfReport;
+
+/// How the 100 ms perf_event_open trial went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Trial {
+    /// Counted this many milliseconds of cpu-clock.
+    Allowed(f64),
+    Denied(String),
+    Failed(String),
+}
+
+/// What the doctor learned about the process: the facts every capture reads, plus where
+/// tracefs is and whether kernel addresses show.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcessExtras {
+    pub process: ProcessFacts,
+    /// Where tracefs is visible, if anywhere.
+    pub tracefs: Option<String>,
+    /// The first address /proc/kallsyms shows (all zeros when hidden).
+    pub kallsyms_address: String,
+}
+
+impl ProcessExtras {
+    pub fn parse(text: &str) -> Self {
+        let mut extras = ProcessExtras {
+            process: ProcessFacts::parse(text),
+            ..Default::default()
+        };
+        for line in text.lines() {
+            match line.split_once('\t') {
+                Some(("tracefs", value)) => extras.tracefs = Some(value.trim().to_string()),
+                Some(("kallsyms", value)) => extras.kallsyms_address = value.trim().to_string(),
+                _ => {}
+            }
+        }
+        extras
+    }
+}
+
+/// The extra exec the doctor runs, with the pid as `$1`: the process script every capture
+/// runs, then tracefs and kallsyms.
+pub fn extras_script() -> String {
+    process_script()
+        + r#"
+if [ -d /sys/kernel/tracing/events ]; then printf 'tracefs\t/sys/kernel/tracing\n'
+elif [ -d /sys/kernel/debug/tracing/events ]; then printf 'tracefs\t/sys/kernel/debug/tracing\n'; fi
+read -r addr rest < /proc/kallsyms 2>/dev/null; printf 'kallsyms\t%s\n' "$addr"
+"#
+}
+
+/// Everything gathered; None where the step was not reached.
+#[derive(Debug, Clone, Default)]
+pub struct DoctorFacts {
+    pub target: String,
+    /// The daemon's address, or why it cannot be reached.
+    pub daemon: Option<Result<String, String>>,
+    pub engine: Option<EngineVersion>,
+    pub container: Option<Result<ContainerInfo, String>>,
+    pub config: Option<ContainerConfig>,
+    /// Whether the engine accepts CAP_PERFMON (a container created with it, never started).
+    pub perfmon_known: Option<Result<(), String>>,
+    pub probe: Option<ContainerFacts>,
+    pub process: Option<Result<ProcInfo, String>>,
+    pub perf: Option<Result<PerfTool, String>>,
+    pub trial: Option<Trial>,
+    pub extras: Option<ProcessExtras>,
+    /// The binary's path and what its ELF sections say.
+    pub binary: Option<(String, Result<ElfReport, String>)>,
+}

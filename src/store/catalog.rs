@@ -1,0 +1,335 @@
+//! The captures in the store, as their manifests describe them: listing (`devprof ls`,
+//! the newest capture for `top`/`diff`), the retention plan (`clean --older`), and the
+//! removal of the files a manifest says devprof wrote, never anything else.
+//!
+//! Only `*.json` files that are regular files and parse as a [`Manifest`] count; anything
+//! else in the store is left alone. Symbolic links are never followed: a container
+//! directory that is a link is skipped, and a listed file that is a link is kept.
+
+use crate::error::{Error, Result};
+use crate::store::{valid_container_name, FileRecord, Manifest};
+use chrono::{DateTime, FixedOffset};
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+/// One capture: a manifest that parsed, and where it lives.
+#[derive(Debug, Clone)]
+pub struct Capture {
+    /// The container directory's name under the output directory.
+    pub container: String,
+    pub dir: PathBuf,
+    pub manifest_path: PathBuf,
+    pub manifest: Manifest,
+    pub created: DateTime<FixedOffset>,
+}
+
+impl Capture {
+    /// The capture's name: the manifest's file stem, e.g. `perf-20261122-101500`.
+    pub fn name(&self) -> String {
+        self.manifest_path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    fn manifest_file_name(&self) -> String {
+        self.manifest_path
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// A listed file by extension (e.g. `folded`), resolved safely, if the manifest has one.
+    pub fn file_with_extension(&self, extension: &str) -> Option<PathBuf> {
+        self.manifest
+            .files
+            .iter()
+            .filter(|f| {
+                Path::new(&f.name)
+                    .extension()
+                    .is_some_and(|e| e == extension)
+            })
+            .find_map(|f| listed_path(&self.dir, &f.name))
+    }
+
+    /// Bytes on disk of the files the manifest lists (regular files only; links count 0).
+    pub fn bytes_on_disk(&self) -> u64 {
+        self.manifest
+            .files
+            .iter()
+            .filter_map(|f| listed_path(&self.dir, &f.name))
+            .filter_map(|p| fs::symlink_metadata(p).ok())
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+            .sum()
+    }
+}
+
+/// The path of a file a manifest lists, inside the manifest's directory: `None` for a
+/// name that is not a plain file name (`a/b`, `..`, `/etc/passwd`, empty).
+pub fn listed_path(dir: &Path, name: &str) -> Option<PathBuf> {
+    if name.is_empty() || name.contains('/') || name.contains('\\') || name.contains('\0') {
+        return None;
+    }
+    let mut components = Path::new(name).components();
+    match (components.next(), components.next()) {
+        (Some(Component::Normal(n)), None) if n == name => Some(dir.join(name)),
+        _ => None,
+    }
+}
+
+fn is_real_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// The container directories under `output_dir` (real directories, not links), sorted.
+pub fn containers(output_dir: &Path) -> Result<Vec<String>> {
+    let entries = match fs::read_dir(output_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("read {}", output_dir.display()), e)),
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// The captures of one container (`Some`) or of all (`None`), oldest first. A container
+/// given by name must have a directory in the store.
+pub fn list(output_dir: &Path, container: Option<&str>) -> Result<Vec<Capture>> {
+    let names = match container {
+        Some(name) => {
+            if !valid_container_name(name) || !is_real_dir(&output_dir.join(name)) {
+                return Err(no_captures(output_dir, name));
+            }
+            vec![name.to_string()]
+        }
+        None => containers(output_dir)?,
+    };
+    let mut captures = Vec::new();
+    for name in names {
+        let dir = output_dir.join(&name);
+        let entries =
+            fs::read_dir(&dir).map_err(|e| Error::io(format!("read {}", dir.display()), e))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "json")
+                || !entry.file_type().is_ok_and(|t| t.is_file())
+            {
+                continue;
+            }
+            let Some(manifest) = fs::read_to_string(&path)
+                .ok()
+                .and_then(|text| serde_json::from_str::<Manifest>(&text).ok())
+            else {
+                continue; // not a devprof manifest (or a capture still being written)
+            };
+            let Ok(created) = DateTime::parse_from_rfc3339(&manifest.created) else {
+                continue;
+            };
+            captures.push(Capture {
+                container: name.clone(),
+                dir: dir.clone(),
+                manifest_path: path,
+                manifest,
+                created,
+            });
+        }
+    }
+    captures.sort_by(|a, b| {
+        a.created
+            .cmp(&b.created)
+            .then_with(|| a.container.cmp(&b.container))
+            .then_with(|| a.manifest_path.cmp(&b.manifest_path))
+    });
+    Ok(captures)
+}
+
+/// The error for a container with no captures, naming those that have some.
+pub fn no_captures(output_dir: &Path, container: &str) -> Error {
+    Error::NoCaptures {
+        container: container.to_string(),
+        output_dir: output_dir.display().to_string(),
+        available: containers(output_dir).unwrap_or_default(),
+    }
+}
+
+/// Which captures `clean --older AGE --keep-last N` removes (indices into `captures`):
+/// those created more than `older` before `now`, except the newest `keep_last` of each
+/// container and kind, which stay whatever their age.
+pub fn expired(
+    captures: &[Capture],
+    now: DateTime<FixedOffset>,
+    older: Duration,
+    keep_last: usize,
+) -> Vec<usize> {
+    let cutoff = chrono::Duration::from_std(older)
+        .ok()
+        .and_then(|age| now.checked_sub_signed(age));
+    let Some(cutoff) = cutoff else {
+        return Vec::new(); // an age reaching before the calendar: nothing is that old
+    };
+    let mut groups: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    for (i, c) in captures.iter().enumerate() {
+        groups
+            .entry((c.container.as_str(), c.manifest.kind.as_str()))
+            .or_default()
+            .push(i);
+    }
+    let mut out = Vec::new();
+    for indices in groups.values_mut() {
+        indices.sort_by(|&a, &b| captures[b].created.cmp(&captures[a].created));
+        out.extend(
+            indices
+                .iter()
+                .skip(keep_last)
+                .filter(|&&i| captures[i].created < cutoff),
+        );
+    }
+    out.sort_unstable();
+    out
+}
+
+/// What removing a capture does to one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// A regular file devprof wrote: removed (or, in a dry run, would be).
+    Remove { path: PathBuf, bytes: u64 },
+    /// Listed but left alone (`what` is the listed name or its path), with the reason.
+    Keep { what: String, why: String },
+}
+
+/// The plan for removing one capture: its listed files, then its manifest last. Only
+/// regular files inside the capture's directory are removed; listed names that are not
+/// plain file names, links and directories are kept; files already gone are omitted.
+pub fn removal_plan(capture: &Capture) -> Vec<Action> {
+    let own = capture.manifest_file_name();
+    let mut actions = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let listed = capture
+        .manifest
+        .files
+        .iter()
+        .map(|FileRecord { name, .. }| name.as_str())
+        .filter(|name| *name != own);
+    for name in listed {
+        if !seen.insert(name) {
+            continue;
+        }
+        let Some(path) = listed_path(&capture.dir, name) else {
+            actions.push(Action::Keep {
+                what: format!("'{name}' (listed in {})", capture.manifest_path.display()),
+                why: "not a plain file name inside the capture's directory".into(),
+            });
+            continue;
+        };
+        match fs::symlink_metadata(&path) {
+            Err(_) => {} // already gone
+            Ok(m) if m.file_type().is_symlink() => actions.push(Action::Keep {
+                what: path.display().to_string(),
+                why: "a symbolic link, not a file devprof wrote".into(),
+            }),
+            Ok(m) if !m.is_file() => actions.push(Action::Keep {
+                what: path.display().to_string(),
+                why: "not a regular file".into(),
+            }),
+            Ok(m) => actions.push(Action::Remove {
+                path,
+                bytes: m.len(),
+            }),
+        }
+    }
+    if let Ok(m) = fs::symlink_metadata(&capture.manifest_path) {
+        if m.is_file() {
+            actions.push(Action::Remove {
+                path: capture.manifest_path.clone(),
+                bytes: m.len(),
+            });
+        }
+    }
+    actions
+}
+
+/// Removes one planned file if it is still a regular file (checked again right before,
+/// so a file swapped for a link in the meantime is not followed). `Ok(false)` when it was
+/// gone or no longer a regular file.
+pub fn remove_file(path: &Path) -> Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(format!("inspect {}", path.display()), e)),
+    }
+    fs::remove_file(path).map_err(|e| Error::io(format!("remove {}", path.display()), e))?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn capture(container: &str, kind: &str, created: DateTime<FixedOffset>) -> Capture {
+        Capture {
+            container: container.into(),
+            dir: PathBuf::from("profiling").join(container),
+            manifest_path: PathBuf::from("x.json"),
+            manifest: Manifest {
+                kind: kind.into(),
+                created: created.to_rfc3339(),
+                ..Default::default()
+            },
+            created,
+        }
+    }
+
+    #[test]
+    fn expired_respects_age_and_keeps_the_newest_per_container_and_kind() {
+        let tz = FixedOffset::east_opt(3600).unwrap();
+        let now = tz.with_ymd_and_hms(2026, 11, 22, 12, 0, 0).unwrap();
+        let days = |d: i64| now - chrono::Duration::days(d);
+        let caps = vec![
+            capture("seq", "cpu", days(1)),
+            capture("seq", "cpu", days(10)),
+            capture("seq", "cpu", days(30)),
+            capture("rpc", "cpu", days(20)),
+            capture("seq", "heap", days(40)),
+        ];
+        let week = Duration::from_secs(7 * 86_400);
+        assert_eq!(expired(&caps, now, week, 0), vec![1, 2, 3, 4]);
+        // keep-last 1: the newest of each (container, kind) stays, however old.
+        assert_eq!(expired(&caps, now, week, 1), vec![1, 2]);
+        assert_eq!(expired(&caps, now, week, 2), vec![2]);
+        // Exactly at the cutoff is not older than it.
+        let at = vec![capture("seq", "cpu", days(7))];
+        assert!(expired(&at, now, week, 0).is_empty());
+        assert!(expired(&caps, now, Duration::from_secs(u64::MAX), 0).is_empty());
+    }
+
+    #[test]
+    fn listed_names_must_be_plain_file_names() {
+        let dir = Path::new("profiling/demo-seq");
+        assert_eq!(
+            listed_path(dir, "perf-1.data"),
+            Some(dir.join("perf-1.data"))
+        );
+        for bad in ["", ".", "..", "../x", "a/b", "/etc/passwd", "a\\b", "./x"] {
+            assert_eq!(listed_path(dir, bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn container_names_are_docker_names() {
+        assert!(valid_container_name("demo-seq"));
+        assert!(valid_container_name("op_reth.1"));
+        for bad in ["", "..", ".x", "a/b", "-x", "a b"] {
+            assert!(!valid_container_name(bad), "{bad:?}");
+        }
+    }
+}

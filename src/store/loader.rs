@@ -1,0 +1,208 @@
+//! Reading a profile from disk for `render`, `top` and `diff`: folded stacks as they are,
+//! `perf script` text folded on the way in, perf.data through this host's perf (streamed
+//! into the folder), or a container's newest capture in the store.
+
+use crate::error::{Error, Result};
+use crate::profile::folded::{fold_perf_script, Folded};
+use crate::store::catalog::{self, Capture};
+use crate::store::valid_container_name;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Which profile a command reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileRef {
+    /// A file: .folded text, `perf script` text (.script), or perf.data (.data).
+    File(PathBuf),
+    /// A container directory in the store: its newest capture with folded stacks.
+    Newest(String),
+}
+
+impl ProfileRef {
+    /// A path that exists, or that looks like one (has a `/` or a file extension devprof
+    /// reads), is a file; otherwise it names a container directory in the store.
+    pub fn parse(text: &str, what: &str) -> Result<Self> {
+        if text.trim().is_empty() {
+            return Err(Error::Usage(format!("{what} is empty")));
+        }
+        let path = Path::new(text);
+        let looks_like_file = text.contains('/')
+            || path
+                .extension()
+                .is_some_and(|e| ["folded", "data", "script", "txt"].iter().any(|x| e == *x));
+        if path.is_file() || looks_like_file {
+            return Ok(ProfileRef::File(path.to_path_buf()));
+        }
+        if !valid_container_name(text) {
+            return Err(Error::Usage(format!(
+                "{what} '{text}' is neither a file nor a container name"
+            )));
+        }
+        Ok(ProfileRef::Newest(text.to_string()))
+    }
+}
+
+/// Above this share of unsymbolized frames, a perf.data read on the host probably lacked
+/// the container's binaries.
+const UNSYMBOLIZED_WARNING: f64 = 0.5;
+
+/// The fields `devprof cpu` asks of `perf script`, so host and container folds agree.
+pub const PERF_SCRIPT_FIELDS: &str = "comm,pid,tid,time,event,ip,sym,dso";
+
+/// A profile read, with where it came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub path: PathBuf,
+    /// The capture it belongs to, when it was found through the store.
+    pub capture: Option<Capture>,
+    pub folded: Folded,
+}
+
+/// Resolves a profile reference (a container means its newest capture with folded
+/// stacks) and reads it.
+pub fn load(profile: &ProfileRef, output_dir: &Path) -> Result<Loaded> {
+    let (path, capture) = match profile {
+        ProfileRef::File(path) => (path.clone(), None),
+        ProfileRef::Newest(container) => {
+            let capture = newest_with_folded(output_dir, container)?;
+            let path = capture
+                .file_with_extension("folded")
+                .expect("selected for having a .folded file");
+            (path, Some(capture))
+        }
+    };
+    let folded = read(&path)?;
+    Ok(Loaded {
+        path,
+        capture,
+        folded,
+    })
+}
+
+/// The newest capture of `container` whose manifest lists a .folded file that exists.
+pub fn newest_with_folded(output_dir: &Path, container: &str) -> Result<Capture> {
+    catalog::list(output_dir, Some(container))?
+        .into_iter()
+        .rev()
+        .find(|c| c.file_with_extension("folded").is_some_and(|p| p.is_file()))
+        .ok_or_else(|| catalog::no_captures(output_dir, container))
+}
+
+/// Reads one profile file by its extension: `.data` through perf on this host,
+/// `.script`/`.txt` as `perf script` text, anything else as folded stacks.
+pub fn read(path: &Path) -> Result<Folded> {
+    if path.is_dir() {
+        return Err(Error::Usage(format!(
+            "{} is a directory: pass a .folded file, or the container's name for its newest capture",
+            path.display()
+        )));
+    }
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let folded = match extension {
+        "data" => read_perf_data(path)?,
+        "script" | "txt" => {
+            let file = open(path)?;
+            fold_perf_script(BufReader::with_capacity(1 << 20, file))
+                .map_err(|e| Error::io(format!("fold {}", path.display()), e))?
+        }
+        _ => {
+            let mut text = String::new();
+            open(path)?
+                .read_to_string(&mut text)
+                .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+            Folded::from_folded_text(&text)
+        }
+    };
+    if folded.total() == 0 {
+        return Err(Error::EmptyProfile {
+            path: path.display().to_string(),
+            reason: None,
+            hint: "expected folded stacks (`frame;frame;frame COUNT` lines, as devprof cpu \
+                   writes to .folded), perf script text (.script) or perf.data (.data)"
+                .into(),
+        });
+    }
+    Ok(folded)
+}
+
+fn open(path: &Path) -> Result<File> {
+    File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))
+}
+
+/// `perf script` on this host, its output folded as it streams in.
+fn read_perf_data(path: &Path) -> Result<Folded> {
+    let folded_sibling = path.with_extension("folded");
+    // Opening it first gives a plain "not found" for a missing file rather than perf's.
+    open(path)?;
+    let child = Command::new("perf")
+        .args(["script", "-i"])
+        .arg(path)
+        .args(["-F", PERF_SCRIPT_FIELDS, "--no-inline"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::HostPerfMissing {
+                path: path.display().to_string(),
+                folded: folded_sibling.display().to_string(),
+            })
+        }
+        Err(e) => return Err(Error::io("run perf script", e)),
+    };
+    // Drain stderr on the side so a chatty perf cannot block on a full pipe.
+    let mut stderr = child.stderr.take().expect("piped");
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let stdout = child.stdout.take().expect("piped");
+    let folded = fold_perf_script(BufReader::with_capacity(1 << 20, stdout));
+    let status = child
+        .wait()
+        .map_err(|e| Error::io("wait for perf script", e))?;
+    let errors = errors.join().unwrap_or_default();
+    let folded =
+        folded.map_err(|e| Error::io(format!("fold perf script of {}", path.display()), e))?;
+    if !status.success() && folded.is_empty() {
+        let detail = errors
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("no output")
+            .to_string();
+        return Err(Error::HostPerfFailed {
+            path: path.display().to_string(),
+            detail: format!("{detail} ({status})"),
+        });
+    }
+    if folded.unsymbolized_share() > UNSYMBOLIZED_WARNING {
+        eprintln!(
+            "warning: {:.0}% of the frames of {} are unsymbolized: this host's perf cannot see the \
+             container's binaries. Use the .folded file devprof cpu wrote next to it instead.",
+            folded.unsymbolized_share() * 100.0,
+            path.display()
+        );
+    }
+    Ok(folded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_is_not_folded_stacks_is_an_empty_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.folded");
+        std::fs::write(&path, "this is not a profile\n").unwrap();
+        let err = read(&path).unwrap_err();
+        assert_eq!(err.exit_code(), crate::exit::NO_DATA);
+        assert!(err.to_string().contains("holds no samples"), "{err}");
+    }
+}

@@ -1,0 +1,165 @@
+//! A capture's manifest (`<stem>.json`): what was recorded, how, and which files devprof
+//! wrote. The store knows devprof's files by these, and deletes nothing else.
+
+use super::Stem;
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileRecord {
+    pub name: String,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ContainerRecord {
+    pub name: String,
+    pub id: String,
+    pub image: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ProcessRecord {
+    pub pid: u32,
+    pub command_line: String,
+    /// The kernel's name for it (/proc/<pid>/comm).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub comm: String,
+    /// Its executable as the container sees it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub exe: String,
+    /// The user it runs as.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub user: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct PerfRecord {
+    pub path: String,
+    pub version: String,
+    pub record_command: Vec<String>,
+}
+
+/// What a capture was and which files it wrote; the store knows devprof's files by these.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Manifest {
+    pub devprof_version: String,
+    pub kind: String,
+    pub created: String,
+    pub target: String,
+    pub container: ContainerRecord,
+    pub process: ProcessRecord,
+    /// What runs in the process: native, jvm, node, python.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub runtime: String,
+    /// The engine that recorded (`perf`; empty in captures that used none, like heap).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub engine: String,
+    /// The recording tool (perf, or another engine's binary) and its command line.
+    pub perf: PerfRecord,
+    /// How perf was run: exec in the container, or a sidecar and its privileges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_mode: Option<String>,
+    pub events: Vec<String>,
+    pub frequency_hz: u32,
+    pub call_graph: String,
+    pub duration_requested_s: f64,
+    pub duration_recorded_s: f64,
+    pub interrupted: bool,
+    pub sample_count: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub perf_reported_samples: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_chunks: Option<u64>,
+    pub unsymbolized_share: f64,
+    pub top_functions: Vec<(String, u64)>,
+    pub timings_ms: BTreeMap<String, u64>,
+    pub files: Vec<FileRecord>,
+    pub notes: Vec<String>,
+    /// The event config an off-CPU capture used (its path, or `built-in`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
+    /// The off-CPU summary (counts by group, off-CPU time, bandwidth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offcpu: Option<crate::profile::offcpu::summary::Summary>,
+    /// A heap capture: the dumps merged, totals, symbols and top allocation sites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap: Option<crate::profile::heap::HeapRecord>,
+}
+
+impl Manifest {
+    /// Lists `dir/name` among the files devprof wrote, with its size on disk; returns the
+    /// path and size for the closing summary.
+    pub fn record_file(&mut self, dir: &Path, name: &str) -> (PathBuf, u64) {
+        let path = dir.join(name);
+        let bytes = file_size(&path);
+        self.files.push(FileRecord {
+            name: name.to_string(),
+            bytes,
+        });
+        (path, bytes)
+    }
+
+    /// `record_file` for each of a stem's extensions.
+    pub fn record_stem_files(&mut self, stem: &Stem, extensions: &[&str]) -> Vec<(PathBuf, u64)> {
+        extensions
+            .iter()
+            .map(|ext| self.record_file(stem.dir(), &stem.file_name(ext)))
+            .collect()
+    }
+
+    /// Writes the manifest to the stem's .json, listing itself among the files.
+    pub fn write(&mut self, stem: &Stem) -> Result<PathBuf> {
+        let path = stem.path("json");
+        let own_name = stem.file_name("json");
+        self.files.retain(|f| f.name != own_name);
+        // The manifest's own size is not known before writing; record it as 0 and let
+        // readers stat it.
+        self.files.push(FileRecord {
+            name: own_name,
+            bytes: 0,
+        });
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|e| Error::io("serialize manifest", std::io::Error::other(e)))?;
+        let tmp = stem.dir().join(format!(".{}.json.tmp", stem.name()));
+        let write = || -> std::io::Result<()> {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.write_all(b"\n")?;
+            f.sync_all()?;
+            fs::rename(&tmp, &path)
+        };
+        write().map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+        Ok(path)
+    }
+}
+
+/// Size of a file on disk, 0 when it is gone.
+pub fn file_size(path: &Path) -> u64 {
+    fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Local;
+
+    #[test]
+    fn manifest_lists_itself_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = Stem::reserve(dir.path(), "perf", Local::now()).unwrap();
+        let mut m = Manifest {
+            kind: "cpu".into(),
+            sample_count: 42,
+            ..Default::default()
+        };
+        let path = m.write(&stem).unwrap();
+        let back: Manifest = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(back.sample_count, 42);
+        assert_eq!(back.files.len(), 1);
+    }
+}

@@ -1,0 +1,58 @@
+//! A program's binary taken out of a container (through the archive API, into a private
+//! temporary directory that is removed afterwards) and read by `elf`.
+
+use crate::docker::{ContainerShell, Docker, Shell};
+use crate::symbols::elf::{self, ElfReport};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The real file behind `path` in the container (symbolic links resolved), or why not.
+pub async fn resolve(shell: &Shell, path: &str) -> Result<String, String> {
+    let out = shell
+        .run(&["readlink", "-f", path])
+        .await
+        .map_err(|e| e.to_string())?;
+    let real = out.stdout.trim();
+    if out.success() && real.starts_with('/') {
+        Ok(real.to_string())
+    } else {
+        // No readlink (busybox-less images): take the path as it is.
+        Ok(path.to_string())
+    }
+}
+
+/// Copies `path` out of `container` and reads its ELF sections.
+pub async fn read_from_container(
+    docker: &Docker,
+    container: &str,
+    path: &str,
+) -> Result<ElfReport, String> {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir: PathBuf = std::env::temp_dir().join(format!(
+        "devprof-binary-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let name = path.rsplit('/').next().unwrap_or("binary").to_string();
+    let wanted = name.clone();
+    let result = async {
+        let files = docker
+            .download(container, path, &dir, move |entry| {
+                (entry == std::path::Path::new(&wanted)).then(|| PathBuf::from(&wanted))
+            })
+            .await
+            .map_err(|e| format!("cannot copy {path} out of {container}: {e}"))?;
+        let local = files
+            .into_iter()
+            .next()
+            .ok_or_else(|| format!("{path} in {container} is not a regular file"))?;
+        let report = tokio::task::spawn_blocking(move || elf::read_file(&local))
+            .await
+            .map_err(|e| e.to_string())?;
+        report.map_err(|e| e.to_string())
+    }
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}

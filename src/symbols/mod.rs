@@ -1,0 +1,9 @@
+//! Names for frames: demangling (`demangle`), the symbolizer that turns addresses of a file
+//! into function names through DWARF or the symbol table (`module`), what a binary's ELF
+//! sections say about how well it can be profiled (`elf`), and binaries taken out of
+//! containers (`binary`).
+
+pub mod binary;
+pub mod demangle;
+pub mod elf;
+pub mod module;

@@ -1,0 +1,317 @@
+//! The symbolizer: addresses of one file (an executable or shared library) to function
+//! names. An offset in the mapped file is turned, through the file's PT_LOAD segments, into
+//! the address the ELF file itself uses; that is looked up in the DWARF line tables (with
+//! inlined frames) where the file has them, in the symbol table otherwise (only inside a
+//! symbol's extent: an address past the end of the nearest symbol is not given that
+//! symbol's name). Names are demangled (Rust and C++). Heap profiles use it today; every
+//! path that names frames itself should use this one.
+
+use super::demangle::demangle_frame;
+use object::{Object, ObjectSegment, ObjectSymbol, ObjectSymbolTable};
+use std::path::Path;
+
+/// One loadable segment: bytes `file_offset..file_offset+file_size` of the file are
+/// mapped at `address` (the ELF's own virtual address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub file_offset: u64,
+    pub file_size: u64,
+    pub address: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Symbol {
+    address: u64,
+    size: u64,
+    name: String,
+}
+
+/// Where a module's names come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SymbolKind {
+    /// DWARF debug info (with inlined frames) and the symbol table.
+    Dwarf,
+    /// Only the symbol table (.symtab, else the exported .dynsym).
+    Symtab,
+    /// A devprof symbol table file (`symbols` format, used for committed test data).
+    Table,
+}
+
+/// The names of one file: its segments, its symbol table and, where present, DWARF.
+pub struct ModuleSymbols {
+    segments: Vec<Segment>,
+    symbols: Vec<Symbol>,
+    dwarf: Option<addr2line::Loader>,
+    pub kind: SymbolKind,
+}
+
+impl ModuleSymbols {
+    /// Reads an ELF file (executable or shared library).
+    pub fn from_elf(path: &Path) -> Result<Self, String> {
+        let data = std::fs::read(path).map_err(|e| format!("read {}: {e}", path.display()))?;
+        let file = object::File::parse(&*data)
+            .map_err(|e| format!("{}: not an ELF file: {e}", path.display()))?;
+        let segments = file
+            .segments()
+            .filter_map(|s| {
+                let (file_offset, file_size) = s.file_range();
+                (file_size > 0).then_some(Segment {
+                    file_offset,
+                    file_size,
+                    address: s.address(),
+                })
+            })
+            .collect();
+        let text_symbols = |table: object::SymbolTable<'_, '_>| -> Vec<Symbol> {
+            table
+                .symbols()
+                .filter(|sym| {
+                    sym.kind() == object::SymbolKind::Text
+                        && sym.is_definition()
+                        && sym.address() != 0
+                })
+                .filter_map(|sym| {
+                    let name = sym.name().ok().filter(|n| !n.is_empty())?;
+                    Some(Symbol {
+                        address: sym.address(),
+                        size: sym.size(),
+                        name: name.to_string(),
+                    })
+                })
+                .collect()
+        };
+        let mut symbols = file.symbol_table().map(text_symbols).unwrap_or_default();
+        if symbols.is_empty() {
+            symbols = file
+                .dynamic_symbol_table()
+                .map(text_symbols)
+                .unwrap_or_default();
+        }
+        let has_dwarf = file.section_by_name(".debug_info").is_some();
+        drop(file);
+        drop(data);
+        let dwarf = if has_dwarf {
+            addr2line::Loader::new(path).ok()
+        } else {
+            None
+        };
+        let kind = if dwarf.is_some() {
+            SymbolKind::Dwarf
+        } else {
+            SymbolKind::Symtab
+        };
+        Ok(Self::assemble(segments, symbols, dwarf, kind))
+    }
+
+    /// Reads a devprof symbol table: lines `segment <file_offset> <file_size> <address>`
+    /// and `symbol <address> <size> <name>` (hexadecimal numbers; names as in the file's
+    /// symbol table, mangled), `#` comments. It is the same information `readelf -l` and
+    /// `nm -S` print, which is how the committed test data is made.
+    pub fn from_table(text: &str) -> Result<Self, String> {
+        let hex = |s: Option<&str>, n: usize| -> Result<u64, String> {
+            let s = s.ok_or_else(|| format!("line {n}: missing field"))?;
+            u64::from_str_radix(s.trim_start_matches("0x"), 16)
+                .map_err(|e| format!("line {n}: '{s}': {e}"))
+        };
+        let mut segments = Vec::new();
+        let mut symbols = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let n = i + 1;
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut parts = line.splitn(4, ' ');
+            match parts.next() {
+                Some("segment") => segments.push(Segment {
+                    file_offset: hex(parts.next(), n)?,
+                    file_size: hex(parts.next(), n)?,
+                    address: hex(parts.next(), n)?,
+                }),
+                Some("symbol") => symbols.push(Symbol {
+                    address: hex(parts.next(), n)?,
+                    size: hex(parts.next(), n)?,
+                    name: parts
+                        .next()
+                        .ok_or_else(|| format!("line {n}: missing name"))?
+                        .to_string(),
+                }),
+                Some(other) => return Err(format!("line {n}: unknown record '{other}'")),
+                None => {}
+            }
+        }
+        Ok(Self::assemble(segments, symbols, None, SymbolKind::Table))
+    }
+
+    fn assemble(
+        segments: Vec<Segment>,
+        mut symbols: Vec<Symbol>,
+        dwarf: Option<addr2line::Loader>,
+        kind: SymbolKind,
+    ) -> Self {
+        // Sorted by address; among aliases keep the sized one, then the shortest name.
+        symbols.sort_by(|a, b| {
+            a.address
+                .cmp(&b.address)
+                .then((b.size > 0).cmp(&(a.size > 0)))
+                .then(a.name.len().cmp(&b.name.len()))
+        });
+        symbols.dedup_by_key(|s| s.address);
+        ModuleSymbols {
+            segments,
+            symbols,
+            dwarf,
+            kind,
+        }
+    }
+
+    /// The ELF address of a file offset, through the segment that loads it.
+    pub fn address_of_offset(&self, file_offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|s| s.file_offset <= file_offset && file_offset < s.file_offset + s.file_size)
+            .map(|s| file_offset - s.file_offset + s.address)
+    }
+
+    /// The frames at an ELF address, innermost (inlined callee) first, demangled; empty
+    /// when nothing names it.
+    pub fn frames_at(&self, address: u64) -> Vec<String> {
+        let symbol = self.symbol_at(address);
+        let mut frames: Vec<String> = Vec::new();
+        if let Some(loader) = &self.dwarf {
+            if let Ok(mut iter) = loader.find_frames(address) {
+                while let Ok(Some(frame)) = iter.next() {
+                    if let Some(name) = frame.function.as_ref().and_then(|f| f.raw_name().ok()) {
+                        frames.push(name.into_owned());
+                    }
+                }
+            }
+        }
+        // The outermost frame is the symbol itself: its symbol-table name carries the full
+        // path where DWARF may only have the short name.
+        match (frames.last_mut(), symbol) {
+            (Some(last), Some(sym)) if !is_mangled(last) && is_mangled(&sym.name) => {
+                *last = sym.name.clone()
+            }
+            (None, Some(sym)) => frames.push(sym.name.clone()),
+            _ => {}
+        }
+        frames
+            .iter()
+            .map(|f| clean_name(&demangle_frame(f)))
+            .collect()
+    }
+
+    fn symbol_at(&self, address: u64) -> Option<&Symbol> {
+        let i = self
+            .symbols
+            .partition_point(|s| s.address <= address)
+            .checked_sub(1)?;
+        let sym = &self.symbols[i];
+        let end = if sym.size > 0 {
+            sym.address + sym.size
+        } else {
+            // Unsized (hand-written assembly): up to the next symbol.
+            self.symbols
+                .get(i + 1)
+                .map(|n| n.address)
+                .unwrap_or(u64::MAX)
+        };
+        (address < end).then_some(sym)
+    }
+
+    pub fn symbol_count(&self) -> usize {
+        self.symbols.len()
+    }
+}
+
+fn is_mangled(name: &str) -> bool {
+    name.starts_with("_ZN") || name.starts_with("_R") || name.starts_with("_Z")
+}
+
+/// A name safe in folded text: `;` separates frames there.
+fn clean_name(name: &str) -> String {
+    name.replace(';', ":")
+}
+
+/// The file name of a path.
+pub fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    fn devprof_symbolize_probe_function(x: u64) -> u64 {
+        std::hint::black_box(x.wrapping_mul(31).rotate_left(7))
+    }
+
+    /// This test binary's own executable mapping from /proc/self/maps.
+    fn own_mapping_of(address: u64) -> (u64, u64, u64, String) {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        for line in maps.lines() {
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            let (s, e) = parts[0].split_once('-').unwrap();
+            let (s, e) = (
+                u64::from_str_radix(s, 16).unwrap(),
+                u64::from_str_radix(e, 16).unwrap(),
+            );
+            if s <= address && address < e {
+                return (
+                    s,
+                    e,
+                    u64::from_str_radix(parts[2], 16).unwrap(),
+                    parts[5..].join(" "),
+                );
+            }
+        }
+        panic!("no mapping for {address:#x}");
+    }
+
+    #[test]
+    fn names_a_function_of_this_test_binary_through_its_dwarf() {
+        let f = devprof_symbolize_probe_function as fn(u64) -> u64 as usize as u64;
+        assert_eq!(devprof_symbolize_probe_function(1), 31u64.rotate_left(7));
+        let (start, _, offset, path) = own_mapping_of(f);
+        let module = ModuleSymbols::from_elf(Path::new(&path)).unwrap();
+        assert_eq!(
+            module.kind,
+            SymbolKind::Dwarf,
+            "test binaries carry debug info"
+        );
+        // A return address inside the function: a few bytes past its start.
+        let elf_address = module.address_of_offset(f + 4 - start + offset).unwrap();
+        let frames = module.frames_at(elf_address);
+        assert!(
+            frames
+                .last()
+                .is_some_and(|f| f.ends_with("devprof_symbolize_probe_function")),
+            "{frames:?}"
+        );
+        assert!(
+            frames.iter().all(|f| !f.starts_with("_ZN")),
+            "demangled: {frames:?}"
+        );
+    }
+
+    #[test]
+    fn symbol_table_lookup_stays_inside_symbol_extents() {
+        let table = "# test\nsegment 0 1000 400000\nsymbol 400100 20 _ZN4demo5first17h0123456789abcdefE\nsymbol 400200 0 asm_entry\nsymbol 400300 10 last\n";
+        let m = ModuleSymbols::from_table(table).unwrap();
+        assert_eq!(m.address_of_offset(0x110), Some(0x400110));
+        assert_eq!(m.address_of_offset(0x1000), None);
+        assert_eq!(m.frames_at(0x400110), vec!["demo::first"]);
+        assert!(m.frames_at(0x400130).is_empty(), "past the end of 'first'");
+        assert_eq!(
+            m.frames_at(0x4002f0),
+            vec!["asm_entry"],
+            "unsized: up to the next symbol"
+        );
+        assert!(m.frames_at(0x4000ff).is_empty());
+        assert!(m.frames_at(0x400310).is_empty());
+        assert!(ModuleSymbols::from_table("bogus 1 2\n").is_err());
+    }
+}

@@ -1,0 +1,73 @@
+//! What every capture command prints at the end: JSON on stdout, or the human summary,
+//! then the warnings on stderr; and the list of files written.
+
+use crate::store::Manifest;
+use crate::units::human_bytes;
+use std::path::PathBuf;
+
+/// Prints the closing summary: `json` when asked for, `human` otherwise; warnings after.
+pub fn emit(
+    as_json: bool,
+    json: impl FnOnce() -> serde_json::Value,
+    human: impl FnOnce() -> String,
+    warnings: &[String],
+) {
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json()).unwrap_or_default()
+        );
+    } else {
+        print!("{}", human());
+    }
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+}
+
+/// `process: demo-node (exe /usr/local/bin/demo-node, user root, native)`: which program
+/// was recorded, by the names a person would look for it.
+pub fn process_line(m: &Manifest) -> String {
+    let p = &m.process;
+    let mut parts: Vec<String> = Vec::new();
+    if !p.exe.is_empty() {
+        parts.push(format!("exe {}", p.exe));
+    }
+    if !p.user.is_empty() {
+        parts.push(format!("user {}", p.user));
+    }
+    if !m.runtime.is_empty() {
+        parts.push(m.runtime.clone());
+    }
+    let name = if p.comm.is_empty() {
+        p.command_line.split_whitespace().next().unwrap_or("")
+    } else {
+        p.comm.as_str()
+    };
+    if parts.is_empty() {
+        format!("process: {name}\n")
+    } else {
+        format!("process: {name} ({})\n", parts.join(", "))
+    }
+}
+
+/// The files written, for JSON output.
+pub fn files_json(files: &[(PathBuf, u64)]) -> serde_json::Value {
+    files
+        .iter()
+        .map(|(path, bytes)| serde_json::json!({"path": path, "bytes": bytes}))
+        .collect()
+}
+
+/// `files written:` and one line per file with its size.
+pub fn files_written(files: &[(PathBuf, u64)]) -> String {
+    let mut out = String::from("files written:\n");
+    for (path, bytes) in files {
+        out.push_str(&format!(
+            "  {:>10}  {}\n",
+            human_bytes(*bytes),
+            path.display()
+        ));
+    }
+    out
+}
