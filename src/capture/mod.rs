@@ -6,6 +6,7 @@
 
 pub mod cpu;
 pub mod heap;
+pub mod liveness;
 pub mod manifest;
 pub mod offcpu;
 pub mod session;
@@ -15,7 +16,7 @@ use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{
     resolve_container, select_process, ContainerInfo, ProcInfo, ProcessSelector,
 };
-use crate::docker::{Docker, Shell};
+use crate::docker::{ContainerShell, Docker, Shell};
 use crate::engines::Engine;
 use crate::error::{Error, Result};
 use crate::runtime::{self, ProcessFacts, Runtime};
@@ -70,6 +71,56 @@ pub struct Target<R> {
     /// What the engine's `prepare` found.
     pub ready: R,
     pub sidecar: Option<sidecar::Sidecar>,
+    /// Host-wide sysctls lowered for this capture (`--allow-sysctl`), to restore.
+    pub sysctls: Option<SavedSysctls>,
+}
+
+/// The host-wide perf sysctls as they were before devprof lowered them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SavedSysctls {
+    pub paranoid: i32,
+    pub kptr_restrict: i32,
+}
+
+/// Lowers kernel.perf_event_paranoid to -1 and kptr_restrict to 0 through a container
+/// that may write them (they are the host's). Returns what they were, for `restore_sysctls`.
+async fn lower_sysctls(shell: &Shell, facts: &ContainerFacts) -> Option<SavedSysctls> {
+    let saved = SavedSysctls {
+        paranoid: facts.paranoid?,
+        kptr_restrict: facts.kptr_restrict?,
+    };
+    let out = shell
+        .sh("echo -1 > /proc/sys/kernel/perf_event_paranoid && echo 0 > /proc/sys/kernel/kptr_restrict")
+        .await;
+    if out.as_ref().is_ok_and(|o| o.success()) {
+        eprintln!(
+            "note: lowered the host's kernel.perf_event_paranoid ({} -> -1) and kptr_restrict ({} -> 0) for this capture (--allow-sysctl); they are restored when it ends",
+            saved.paranoid, saved.kptr_restrict
+        );
+        Some(saved)
+    } else {
+        // A half-done change is undone too.
+        restore_sysctls(shell, saved).await;
+        None
+    }
+}
+
+/// Puts the sysctls back; when the container can no longer do it, says how to.
+async fn restore_sysctls(shell: &Shell, saved: SavedSysctls) {
+    let script = format!(
+        "echo {} > /proc/sys/kernel/perf_event_paranoid && echo {} > /proc/sys/kernel/kptr_restrict",
+        saved.paranoid, saved.kptr_restrict
+    );
+    let done = tokio::time::timeout(std::time::Duration::from_secs(10), shell.sh(&script)).await;
+    if !matches!(done, Ok(Ok(ref o)) if o.success()) {
+        eprintln!(
+            "warning: could not restore the host's sysctls through {}; run on the host: \
+             sudo sysctl kernel.perf_event_paranoid={} kernel.kptr_restrict={}",
+            shell.container(),
+            saved.paranoid,
+            saved.kptr_restrict
+        );
+    }
 }
 
 impl<R> Target<R> {
@@ -91,8 +142,17 @@ impl<R> Target<R> {
         }
     }
 
-    /// Removes the sidecar, if any. Always called, whatever happened.
+    /// Watches the target container and process during the capture.
+    pub fn watch(&self) -> liveness::Watch {
+        liveness::Watch::new(&self.container, &self.shell, self.process.pid)
+    }
+
+    /// Restores lowered sysctls and removes the sidecar, if any. Always called, whatever
+    /// happened.
     pub async fn release(&self) {
+        if let Some(saved) = self.sysctls {
+            restore_sysctls(&self.shell, saved).await;
+        }
         if let Some(sidecar) = &self.sidecar {
             self.shell.docker().remove_container(&sidecar.info.id).await;
         }
@@ -110,10 +170,27 @@ pub async fn find_target<E: Engine>(
 ) -> Result<Target<E::Ready>> {
     let mode = placement.mode;
     if mode != CaptureMode::Sidecar {
-        match engine
-            .prepare(&located.shell, &located.facts, &located.process)
-            .await
-        {
+        let prepare = || engine.prepare(&located.shell, &located.facts, &located.process);
+        let mut attempt = prepare().await;
+        let mut sysctls = None;
+        if matches!(attempt, Err(Error::PerfDenied { .. })) && located.facts.sysctl_writable {
+            if placement.allow_sysctl {
+                sysctls = lower_sysctls(&located.shell, &located.facts).await;
+                if let Some(saved) = sysctls {
+                    attempt = prepare().await;
+                    if attempt.is_err() {
+                        restore_sysctls(&located.shell, saved).await;
+                        sysctls = None;
+                    }
+                }
+            } else {
+                eprintln!(
+                    "note: {} may write the host-wide kernel.perf_event_paranoid; devprof leaves it as it is unless given --allow-sysctl",
+                    located.container.name
+                );
+            }
+        }
+        match attempt {
             Ok(ready) => {
                 return Ok(Target {
                     shell: located.shell,
@@ -124,6 +201,7 @@ pub async fn find_target<E: Engine>(
                     runtime: located.runtime,
                     ready,
                     sidecar: None,
+                    sysctls,
                 })
             }
             Err(e @ (Error::PerfMissing { .. } | Error::PerfDenied { .. }))
@@ -137,14 +215,7 @@ pub async fn find_target<E: Engine>(
             Err(e) => return Err(e),
         }
     }
-    sidecar::start(
-        engine,
-        &located,
-        selector,
-        &placement.profiler_image,
-        needs_tracefs,
-    )
-    .await
+    sidecar::start(engine, &located, selector, placement, needs_tracefs).await
 }
 
 /// The process `selector` means, or an error listing the container's processes.

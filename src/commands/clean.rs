@@ -116,12 +116,26 @@ pub fn age_text(age: std::time::Duration) -> String {
 }
 
 /// `devprof clean --containers`: removes profiler sidecars a killed devprof left behind
-/// (they also remove themselves once their lifetime ends).
+/// (they also remove themselves once their lifetime ends); the sidecars of captures that
+/// are running now stay.
 pub async fn remove_sidecars(dry_run: bool, json: bool) -> Result<()> {
+    use crate::capture::sidecar::{devprof_alive, is_spare};
     let docker = crate::docker::Docker::connect().await?;
-    let leftovers = docker
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    let host = crate::docker::containers::host_name();
+    let (leftovers, in_use): (Vec<_>, Vec<_>) = docker
         .containers_with_label(crate::docker::SIDECAR_LABEL)
-        .await?;
+        .await?
+        .into_iter()
+        .partition(|c| is_spare(&c.labels, c.is_running(), now, &host, devprof_alive));
+    if !json {
+        for c in &in_use {
+            println!("kept sidecar {} (its capture is still running)", c.name);
+        }
+    }
     let verb = if dry_run { "would remove" } else { "removed" };
     for container in &leftovers {
         if !dry_run {

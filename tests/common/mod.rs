@@ -125,6 +125,21 @@ pub const PROFILING_RIGHTS: &[&str] = &[
     "seccomp=unconfined",
 ];
 
+/// Sidecars started for the container with this id (their label holds it).
+pub fn sidecars_of_id(id: &str) -> Vec<String> {
+    docker_ok(&[
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label=devprof.sidecar={id}"),
+        "--format",
+        "{{.Names}}",
+    ])
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
 /// Files under `dir`, recursively, as paths relative to it.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

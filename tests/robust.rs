@@ -1,0 +1,271 @@
+//! devprof under hostile conditions, against the real engine: a target killed in the
+//! middle of a capture, host sysctls that must stay as they were, sidecars of running
+//! captures. Every container here is the test's own, made from the demo node image.
+
+mod common;
+
+use common::*;
+use predicates::prelude::*;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A demo node with demo-seq's rights (compose/demo.yml), busy hashing.
+fn start_node(prefix: &str, extra: &[&str], cmd: &[&str]) -> ContainerGuard {
+    let name = unique(&format!("devprof-test-robust-{prefix}"));
+    let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
+    args.extend(["--cap-add", "SYSLOG", "-e", "DEMO_WORKLOADS=hash_chain:60"]);
+    args.extend_from_slice(extra);
+    let guard = run_container(&name, &args, &demo_image(), cmd);
+    std::thread::sleep(Duration::from_secs(1));
+    guard
+}
+
+fn spawn_devprof(cwd: &std::path::Path, args: &[&str]) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin("devprof"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("DEVPROF_TARGET")
+        .env_remove("DEVPROF_OUTPUT_DIR")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("devprof binary")
+}
+
+/// Waits (bounded) until a `perf record` runs in the container's pid namespace, which
+/// a sidecar shares.
+fn wait_for_perf_record(container: &str) {
+    let started = Instant::now();
+    while !container_processes(container).contains("perf record") {
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "no perf record appeared in {container}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn target_killed_mid_capture(mode: &str) {
+    let node = start_node(&format!("kill-{mode}"), &["--init"], &[]);
+    let id = docker_ok(&["inspect", "-f", "{{.Id}}", &node.0]);
+    let cwd = workdir();
+    let mut child = spawn_devprof(cwd.path(), &["cpu", &node.0, "40", "--mode", mode]);
+    wait_for_perf_record(&node.0);
+    std::thread::sleep(Duration::from_secs(5));
+    docker_ok(&["kill", &node.0]);
+    let killed = Instant::now();
+    // A liveness bound (devprof must not hang), not a speed assertion.
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if killed.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            panic!("devprof ({mode} mode) still running 15 s after its target was killed");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(status.code(), Some(4), "{mode}: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{} stopped during the capture (exit code 137, at T+",
+            node.0
+        )),
+        "{mode}: {stderr}"
+    );
+    assert!(
+        !stderr.contains("may not record") && !stderr.contains("CAP_"),
+        "{mode}: a privilege diagnosis for a stopped target: {stderr}"
+    );
+    assert!(
+        sidecars_of_id(&id).is_empty(),
+        "{mode}: sidecar left behind: {:?}",
+        sidecars_of_id(&id)
+    );
+    assert!(
+        files_under(cwd.path()).is_empty(),
+        "{mode}: files written: {:?}",
+        files_under(cwd.path())
+    );
+}
+
+#[test]
+fn target_killed_mid_capture_in_exec_mode_ends_with_its_name() {
+    if !devnet_ready("target_killed_mid_capture_in_exec_mode_ends_with_its_name") {
+        return;
+    }
+    target_killed_mid_capture("exec");
+}
+
+#[test]
+fn target_killed_mid_capture_in_sidecar_mode_ends_with_its_name() {
+    if !devnet_ready("target_killed_mid_capture_in_sidecar_mode_ends_with_its_name") {
+        return;
+    }
+    target_killed_mid_capture("sidecar");
+}
+
+#[test]
+fn a_process_that_exits_mid_capture_still_gets_its_flamegraph() {
+    if !devnet_ready("a_process_that_exits_mid_capture_still_gets_its_flamegraph") {
+        return;
+    }
+    // The node is a child of a shell that outlives it: the container runs on.
+    let node = start_node(
+        "exit",
+        &["--init"],
+        &["sh", "-c", "timeout 8 demo-node; sleep 3600"],
+    );
+    let cwd = workdir();
+    let started = Instant::now();
+    devprof(cwd.path())
+        .args([
+            "cpu",
+            &node.0,
+            "40",
+            "--mode",
+            "exec",
+            "--process",
+            "^demo-node",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("exited at T+"));
+    assert!(
+        started.elapsed() < Duration::from_secs(35),
+        "devprof waited for the whole window after the process exited"
+    );
+    let stem = only_capture(cwd.path(), &node.0, "perf-");
+    let svg = std::fs::read_to_string(with_ext(&stem, "svg")).unwrap();
+    assert!(svg.contains("hash_chain"));
+}
+
+/// The host's perf sysctls, read on the host.
+fn host_sysctls() -> (String, String) {
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    (read("perf_event_paranoid"), read("kptr_restrict"))
+}
+
+/// Replaces every perf in the container with one whose trial is refused while the
+/// host's perf_event_paranoid is above -1, as a kernel that demands it would; the real
+/// perf does the rest.
+const DEMANDING_PERF: &str = r#"
+set -e
+real=$(ls /usr/bin/perf_[0-9]* | head -n1)
+mv "$real" /usr/bin/real-perf
+cat > /usr/bin/perf-shim <<'EOS'
+#!/bin/sh
+if [ "$1" = stat ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" != -1 ]; then
+  echo "Error: No permission to enable cpu-clock event." >&2
+  exit 255
+fi
+exec /usr/bin/real-perf "$@"
+EOS
+chmod +x /usr/bin/perf-shim
+cp /usr/bin/perf-shim "$real"
+cp /usr/bin/perf-shim /usr/bin/perf
+"#;
+
+#[test]
+fn a_privileged_container_never_changes_host_sysctls_unless_allowed() {
+    if !devnet_ready("a_privileged_container_never_changes_host_sysctls_unless_allowed") {
+        return;
+    }
+    let before = host_sysctls();
+    assert_ne!(
+        before.0, "-1",
+        "the host's perf_event_paranoid is already -1: nothing to protect"
+    );
+    let node = start_node("sysctl", &["--privileged"], &[]);
+    docker_ok(&["exec", &node.0, "sh", "-c", DEMANDING_PERF]);
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", &node.0, "2", "--mode", "exec"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("--allow-sysctl"));
+    assert_eq!(
+        host_sysctls(),
+        before,
+        "host sysctls changed without --allow-sysctl"
+    );
+    assert!(files_under(cwd.path()).is_empty());
+
+    // Allowed: lowered for the capture, and restored when it ends.
+    devprof(cwd.path())
+        .args(["cpu", &node.0, "2", "--mode", "exec", "--allow-sysctl"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "lowered the host's kernel.perf_event_paranoid",
+        ));
+    assert_eq!(
+        host_sysctls(),
+        before,
+        "host sysctls not restored after the capture"
+    );
+}
+
+#[test]
+fn clean_containers_keeps_the_sidecar_of_a_running_capture() {
+    if !devnet_ready("clean_containers_keeps_the_sidecar_of_a_running_capture") {
+        return;
+    }
+    let node = start_node("clean", &["--init"], &[]);
+    let id = docker_ok(&["inspect", "-f", "{{.Id}}", &node.0]);
+    // A leftover of a devprof that died on this host (pid 0 is never a devprof).
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let leftover = unique("devprof-test-robust-leftover");
+    let _leftover_guard = run_container(
+        &leftover,
+        &[
+            "--label",
+            "devprof.sidecar=leftover-test",
+            "--label",
+            &format!("devprof.creator.host={}", host.trim()),
+            "--label",
+            "devprof.creator.pid=0",
+            "--label",
+            "devprof.expires=99999999999",
+        ],
+        &base_image(),
+        &["sleep", "300"],
+    );
+    let cwd = workdir();
+    let mut child = spawn_devprof(cwd.path(), &["cpu", &node.0, "30", "--mode", "sidecar"]);
+    wait_for_perf_record(&node.0);
+    let running = sidecars_of_id(&id);
+    assert_eq!(running.len(), 1, "{running:?}");
+    let out = devprof(cwd.path())
+        .args(["clean", "--containers"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "removed sidecar {leftover}"
+        )))
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(
+        sidecars_of_id(&id),
+        running,
+        "the running capture's sidecar was removed: {}",
+        String::from_utf8_lossy(&out)
+    );
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "the capture failed after clean: {status:?}"
+    );
+}
