@@ -269,3 +269,28 @@ fn clean_containers_keeps_the_sidecar_of_a_running_capture() {
         "the capture failed after clean: {status:?}"
     );
 }
+
+/// Captures `node` briefly in exec mode (with `extra` arguments) and returns the
+/// manifest's process record.
+fn chosen_process(node: &str, extra: &[&str]) -> serde_json::Value {
+    let cwd = workdir();
+    let mut args = vec!["cpu", node, "2", "--mode", "exec"];
+    args.extend_from_slice(extra);
+    devprof(cwd.path()).args(&args).assert().success();
+    read_manifest(&only_capture(cwd.path(), node, "perf-"))["process"].clone()
+}
+
+#[test]
+fn the_busy_side_of_a_pipeline_is_chosen_and_process_names_beat_wrappers() {
+    if !devnet_ready("the_busy_side_of_a_pipeline_is_chosen_and_process_names_beat_wrappers") {
+        return;
+    }
+    for pipeline in ["demo-node | cat", "tail -f /dev/null | demo-node"] {
+        let node = start_node("pipe", &[], &["sh", "-c", pipeline]);
+        let process = chosen_process(&node.0, &[]);
+        assert_eq!(process["comm"], "demo-node", "{pipeline}: {process}");
+        // A word of the wrapper's command line picks the program, not the wrapper.
+        let process = chosen_process(&node.0, &["--process", "demo"]);
+        assert_eq!(process["comm"], "demo-node", "{pipeline}: {process}");
+    }
+}

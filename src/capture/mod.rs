@@ -14,7 +14,8 @@ pub mod sidecar;
 
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{
-    resolve_container, select_process, ContainerInfo, ProcInfo, ProcessSelector,
+    busiest, candidates, parse_cpu_sample, resolve_container, ContainerInfo, CpuSample, ProcInfo,
+    ProcessSelector, CPU_SAMPLE_SCRIPT,
 };
 use crate::docker::{ContainerShell, Docker, Shell};
 use crate::engines::Engine;
@@ -43,7 +44,7 @@ pub async fn locate(target: &str, selector: &ProcessSelector) -> Result<Located>
     let container = resolve_container(target, &containers)?;
     let shell = docker.shell(&container);
     let facts = ContainerFacts::probe(&shell).await?;
-    let process = choose_process(&facts, selector, &container.name)?;
+    let process = choose_process(&shell, &facts, selector, &container.name).await?;
     let process_facts = ProcessFacts::probe(&shell, process.pid).await?;
     let runtime = runtime::of_process(&process, &process_facts);
     Ok(Located {
@@ -160,11 +161,12 @@ impl<R> Target<R> {
 }
 
 /// Finds the target and a place where `engine` may record it: inside the container (exec),
-/// or in a sidecar beside it, as `mode` allows.
+/// or in a sidecar beside it, as `mode` allows. The process is the one `locate` chose
+/// (`_selector` chose it).
 pub async fn find_target<E: Engine>(
     engine: &E,
     located: Located,
-    selector: &ProcessSelector,
+    _selector: &ProcessSelector,
     placement: &Placement,
     needs_tracefs: bool,
 ) -> Result<Target<E::Ready>> {
@@ -215,16 +217,22 @@ pub async fn find_target<E: Engine>(
             Err(e) => return Err(e),
         }
     }
-    sidecar::start(engine, &located, selector, placement, needs_tracefs).await
+    sidecar::start(engine, &located, placement, needs_tracefs).await
 }
 
-/// The process `selector` means, or an error listing the container's processes.
-pub fn choose_process(
+/// How long candidates' CPU use is sampled when several processes match.
+const CPU_SAMPLE_SECS: f64 = 0.5;
+
+/// The process `selector` means, or an error listing the container's processes. When
+/// several match (both sides of a pipeline, several workers), the busiest over a short
+/// sample is chosen, and the candidates are listed with pid, user, CPU% and command.
+pub async fn choose_process<S: ContainerShell>(
+    shell: &S,
     facts: &ContainerFacts,
     selector: &ProcessSelector,
     container: &str,
 ) -> Result<ProcInfo> {
-    select_process(&facts.processes, selector).map_err(|what| {
+    let found = candidates(&facts.processes, selector).map_err(|what| {
         let listing: Vec<String> = facts
             .processes
             .iter()
@@ -236,5 +244,53 @@ pub fn choose_process(
             what,
             hint: format!("processes in the container:\n{}", listing.join("\n")),
         }
-    })
+    })?;
+    if found.len() == 1 {
+        return Ok(found.into_iter().next().expect("one candidate"));
+    }
+    let samples = sample_cpu(shell, &found).await;
+    let chosen = busiest(&found, &samples).unwrap_or_else(|| found[0].clone());
+    let lines: Vec<String> = found
+        .iter()
+        .map(|p| {
+            let sample = samples.iter().find(|s| s.pid == p.pid);
+            format!(
+                "  {} {:>6}  {:<10} {:>5}  {}",
+                if p.pid == chosen.pid { "*" } else { " " },
+                p.pid,
+                sample
+                    .and_then(|s| s.uid)
+                    .map(|u| format!("uid {u}"))
+                    .unwrap_or_else(|| "?".into()),
+                sample
+                    .map(|s| format!("{:.0}%", s.cpu_percent))
+                    .unwrap_or_else(|| "?".into()),
+                crate::text::truncate(&p.cmdline, 80)
+            )
+        })
+        .collect();
+    eprintln!(
+        "note: {} processes in {container} match; chose pid {} ({}), the busiest over {CPU_SAMPLE_SECS} s (--pid picks another):\n  {:>8}  {:<10} {:>5}  command\n{}",
+        found.len(),
+        chosen.pid,
+        chosen.program(),
+        "pid",
+        "user",
+        "CPU",
+        lines.join("\n"),
+    );
+    Ok(chosen)
+}
+
+/// The candidates' CPU use over a short sample (empty when it cannot be read).
+async fn sample_cpu<S: ContainerShell>(shell: &S, procs: &[ProcInfo]) -> Vec<CpuSample> {
+    let script = CPU_SAMPLE_SCRIPT.replace("INTERVAL", &CPU_SAMPLE_SECS.to_string());
+    let pids: Vec<String> = procs.iter().map(|p| p.pid.to_string()).collect();
+    let mut argv: Vec<&str> = vec!["sh", "-c", &script, "sh"];
+    argv.extend(pids.iter().map(String::as_str));
+    match shell.run(&argv).await {
+        // USER_HZ is 100 on every Linux architecture Docker runs on.
+        Ok(out) => parse_cpu_sample(&out.stdout, CPU_SAMPLE_SECS, 100.0),
+        Err(_) => Vec::new(),
+    }
 }

@@ -73,7 +73,6 @@ const SPARE_LIFETIME: Duration = Duration::from_secs(15 * 60);
 pub async fn start<E: Engine>(
     engine: &E,
     located: &Located,
-    selector: &ProcessSelector,
     placement: &Placement,
     needs_tracefs: bool,
 ) -> Result<Target<E::Ready>> {
@@ -121,7 +120,9 @@ pub async fn start<E: Engine>(
             }
         };
         let shell = docker.shell(&info);
-        match try_tier(engine, &shell, container, selector, &image).await {
+        // The sidecar shares the pid namespace: the process is the one already chosen.
+        let same = ProcessSelector::Pid(located.process.pid);
+        match try_tier(engine, &shell, container, &same, &image).await {
             Ok((facts, process, ready)) => {
                 if tier.privileged || tier.cap_add.contains(&"SYS_ADMIN") {
                     eprintln!("note: the sidecar needed {}", tier.why);
@@ -184,7 +185,7 @@ async fn try_tier<E: Engine>(
     image: &str,
 ) -> Result<(ContainerFacts, crate::docker::target::ProcInfo, E::Ready)> {
     let facts = ContainerFacts::probe(shell).await?;
-    let process = choose_process(&facts, selector, &container.name)?;
+    let process = choose_process(shell, &facts, selector, &container.name).await?;
     let ready = engine
         .prepare(shell, &facts, &process)
         .await
