@@ -294,3 +294,90 @@ fn the_busy_side_of_a_pipeline_is_chosen_and_process_names_beat_wrappers() {
         assert_eq!(process["comm"], "demo-node", "{pipeline}: {process}");
     }
 }
+
+/// A heap capture as devprof writes it, `days_ago` old, listing its own files and the
+/// jemalloc dump `dump` (kept under its original name and reused by later captures).
+fn heap_capture(dir: &std::path::Path, days_ago: i64, dump: &str) -> Vec<std::path::PathBuf> {
+    use devprof::store::{FileRecord, Manifest, Stem};
+    let created = chrono::Local::now() - chrono::Duration::days(days_ago);
+    let stem = Stem::reserve(dir, "heap", created).unwrap();
+    let mut files = vec![];
+    let mut records = vec![];
+    for ext in ["folded", "svg", "txt"] {
+        std::fs::write(stem.path(ext), format!("{ext} of {days_ago}")).unwrap();
+        records.push(FileRecord {
+            name: stem.file_name(ext),
+            bytes: 4,
+        });
+        files.push(stem.path(ext));
+    }
+    records.push(FileRecord {
+        name: dump.into(),
+        bytes: 4,
+    });
+    let mut manifest = Manifest {
+        kind: "heap".into(),
+        created: created.to_rfc3339(),
+        files: records,
+        ..Default::default()
+    };
+    manifest.container.name = "demo-seq".into();
+    files.push(manifest.write(&stem).unwrap());
+    files
+}
+
+#[test]
+fn clean_keeps_a_dump_a_kept_manifest_lists_and_reclaims_killed_captures() {
+    let cwd = workdir();
+    let dir = cwd.path().join("profiling").join("demo-seq");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dump = "jeprof.demo-seq.7.0.u0.heap";
+    std::fs::write(dir.join(dump), "heap_v2/131072\n").unwrap();
+    let old = heap_capture(&dir, 30, dump);
+    let new = heap_capture(&dir, 1, dump);
+    // A capture killed before its manifest: the reservation and a raw file, 10 days old;
+    // and one running now (fresh files), which must stay.
+    let killed = devprof::store::Stem::reserve(&dir, "perf", chrono::Local::now()).unwrap();
+    std::fs::write(killed.path("data"), "partial").unwrap();
+    for ext in ["json", "data"] {
+        let path = killed.path(ext);
+        touch_10_days_ago(&path);
+    }
+    let running = devprof::store::Stem::reserve(&dir, "offcpu", chrono::Local::now()).unwrap();
+    std::fs::write(running.path("data"), "recording").unwrap();
+
+    devprof(cwd.path())
+        .args(["clean", "--older", "7d"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("still listed by"))
+        .stdout(predicate::str::contains(
+            "leftovers of 1 interrupted capture",
+        ));
+    assert!(dir.join(dump).is_file(), "the shared dump was removed");
+    assert!(old.iter().all(|p| !p.exists()), "the old capture stayed");
+    assert!(
+        new.iter().all(|p| p.is_file()),
+        "the new capture lost files"
+    );
+    assert!(!killed.path("json").exists() && !killed.path("data").exists());
+    assert!(running.path("json").is_file() && running.path("data").is_file());
+
+    // Once no kept manifest lists it, the dump goes with the last capture.
+    devprof(cwd.path())
+        .args(["clean", "--older", "0s"])
+        .assert()
+        .success();
+    assert!(!dir.join(dump).exists(), "the dump outlived every manifest");
+}
+
+/// Sets a file's modification time to 10 days ago (with touch(1), as a user would).
+fn touch_10_days_ago(path: &std::path::Path) {
+    let ok = Command::new("touch")
+        .args(["-d", "10 days ago"])
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "touch {}", path.display());
+}

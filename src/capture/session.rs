@@ -101,16 +101,7 @@ pub struct Window<'a> {
     pub watch: &'a Watch,
 }
 
-/// Every extension a capture may have written, for discarding.
-pub const ARTIFACT_EXTENSIONS: &[&str] = &[
-    "data",
-    "folded",
-    "svg",
-    "script",
-    "txt",
-    "offcpu.folded",
-    "offcpu.svg",
-];
+pub use crate::store::ARTIFACT_EXTENSIONS;
 
 /// Runs `window.argv` in the container with a progress bar over `duration`. The first
 /// Ctrl-C asks the recorder to stop (it still writes its output); a second one aborts,
