@@ -58,6 +58,20 @@ pub enum Error {
         containers: Vec<String>,
     },
 
+    #[error(
+        "{container} stopped during the capture ({}, at T+{} s)\n  \
+         perf stopped with it, so nothing recorded could be kept; check why it stopped \
+         (`docker logs {container}`), start it again and capture again",
+        .exit_code.map(|c| format!("exit code {c}")).unwrap_or_else(|| "removed".into()),
+        .at_secs
+    )]
+    TargetStopped {
+        container: String,
+        exit_code: Option<i64>,
+        /// Seconds from the start of the window.
+        at_secs: u64,
+    },
+
     #[error("no target given: pass a container name, or set DEVPROF_TARGET in .env")]
     NoTarget,
 
@@ -245,6 +259,7 @@ impl Error {
             Error::DaemonUnreachable { .. } => exit::DAEMON,
             Error::TargetNotFound { .. }
             | Error::TargetNotRunning { .. }
+            | Error::TargetStopped { .. }
             | Error::AmbiguousTarget { .. }
             | Error::NoTarget
             | Error::ProcessNotFound { .. } => exit::TARGET,

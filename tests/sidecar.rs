@@ -29,18 +29,7 @@ fn sidecars() -> Vec<String> {
 
 /// Sidecars started for one target (their label holds the target's id).
 fn sidecars_of(container: &str) -> Vec<String> {
-    let id = docker_ok(&["inspect", "-f", "{{.Id}}", container]);
-    docker_ok(&[
-        "ps",
-        "-a",
-        "--filter",
-        &format!("label=devprof.sidecar={id}"),
-        "--format",
-        "{{.Names}}",
-    ])
-    .lines()
-    .map(str::to_string)
-    .collect()
+    sidecars_of_id(&docker_ok(&["inspect", "-f", "{{.Id}}", container]))
 }
 
 fn start_plain(prefix: &str) -> ContainerGuard {

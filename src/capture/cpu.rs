@@ -85,8 +85,11 @@ async fn capture_with<E: Engine>(
     }
     let workdir = make_workdir(&target.shell).await?;
     let result = record_and_analyse(engine, target, &workdir, settings, interrupts).await;
-    // Always, success or not: no recorder process and no temp file stay in the container.
-    cleanup_workdir(&target.shell, &workdir).await;
+    // Always, success or not: no recorder process and no temp file stay in the container
+    // (a stopped one took them with it and can run nothing).
+    if !matches!(result, Err(Error::TargetStopped { .. })) {
+        cleanup_workdir(&target.shell, &workdir).await;
+    }
     result
 }
 
@@ -123,13 +126,16 @@ async fn record_and_analyse<E: Engine>(
         },
     );
     let label = format!("recording {container} ({} Hz {event})", settings.frequency);
+    let watch = target.watch();
     let window = Window {
         argv: &record_argv,
         duration: settings.duration,
         label: &label,
         notes: &notes,
         user: user.as_deref(),
+        watch: &watch,
     };
+    let window_start = Instant::now();
     let recording = record(&target.shell, workdir, &window, interrupts, &stem).await?;
     timings.insert("record".to_string(), recording.elapsed.as_millis() as u64);
 
@@ -150,6 +156,14 @@ async fn record_and_analyse<E: Engine>(
     manifest.call_graph = settings.call_graph.perf_arg().into();
     manifest.notes.extend(notes.iter().cloned());
     manifest.perf.record_command = record_argv.clone();
+    let mut warnings = Vec::new();
+    if let Some(at) = recording.process_exited {
+        warnings.push(format!(
+            "pid {} exited at T+{} s; the profile covers the window until then",
+            target.process.pid,
+            at.as_secs()
+        ));
+    }
 
     let job = CollectJob {
         shell: &target.shell,
@@ -162,6 +176,13 @@ async fn record_and_analyse<E: Engine>(
     };
     let collected: Collected = tokio::select! {
         collected = engine.collect(ready, &job) => collected?,
+        stop = watch.until_stopped(window_start, false) => {
+            stem.discard(super::session::ARTIFACT_EXTENSIONS);
+            return Err(match stop {
+                super::liveness::Stop::Container { exit_code, at } => watch.stopped_error(exit_code, at),
+                super::liveness::Stop::Process { .. } => Error::Interrupted,
+            });
+        }
         _ = interrupts.next() => {
             // What is already home stays, with a manifest saying what happened.
             manifest.notes.push("interrupted while folding; the .data file holds the whole recording".into());
@@ -227,7 +248,6 @@ async fn record_and_analyse<E: Engine>(
     extensions.extend(["folded", "svg"]);
     let mut files = manifest.record_stem_files(&stem, &extensions);
 
-    let mut warnings = Vec::new();
     if samples < LOW_SAMPLE_WARNING {
         warnings.push(format!(
             "only {samples} samples: the target was mostly idle. Put load on it while recording, record longer, or raise --frequency."

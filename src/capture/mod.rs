@@ -6,6 +6,7 @@
 
 pub mod cpu;
 pub mod heap;
+pub mod liveness;
 pub mod manifest;
 pub mod offcpu;
 pub mod session;
@@ -13,9 +14,10 @@ pub mod sidecar;
 
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{
-    resolve_container, select_process, ContainerInfo, ProcInfo, ProcessSelector,
+    busiest, candidates, parse_cpu_sample, resolve_container, ContainerInfo, CpuSample, ProcInfo,
+    ProcessSelector, CPU_SAMPLE_SCRIPT,
 };
-use crate::docker::{Docker, Shell};
+use crate::docker::{ContainerShell, Docker, Shell};
 use crate::engines::Engine;
 use crate::error::{Error, Result};
 use crate::runtime::{self, ProcessFacts, Runtime};
@@ -42,7 +44,7 @@ pub async fn locate(target: &str, selector: &ProcessSelector) -> Result<Located>
     let container = resolve_container(target, &containers)?;
     let shell = docker.shell(&container);
     let facts = ContainerFacts::probe(&shell).await?;
-    let process = choose_process(&facts, selector, &container.name)?;
+    let process = choose_process(&shell, &facts, selector, &container.name).await?;
     let process_facts = ProcessFacts::probe(&shell, process.pid).await?;
     let runtime = runtime::of_process(&process, &process_facts);
     Ok(Located {
@@ -70,6 +72,56 @@ pub struct Target<R> {
     /// What the engine's `prepare` found.
     pub ready: R,
     pub sidecar: Option<sidecar::Sidecar>,
+    /// Host-wide sysctls lowered for this capture (`--allow-sysctl`), to restore.
+    pub sysctls: Option<SavedSysctls>,
+}
+
+/// The host-wide perf sysctls as they were before devprof lowered them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SavedSysctls {
+    pub paranoid: i32,
+    pub kptr_restrict: i32,
+}
+
+/// Lowers kernel.perf_event_paranoid to -1 and kptr_restrict to 0 through a container
+/// that may write them (they are the host's). Returns what they were, for `restore_sysctls`.
+async fn lower_sysctls(shell: &Shell, facts: &ContainerFacts) -> Option<SavedSysctls> {
+    let saved = SavedSysctls {
+        paranoid: facts.paranoid?,
+        kptr_restrict: facts.kptr_restrict?,
+    };
+    let out = shell
+        .sh("echo -1 > /proc/sys/kernel/perf_event_paranoid && echo 0 > /proc/sys/kernel/kptr_restrict")
+        .await;
+    if out.as_ref().is_ok_and(|o| o.success()) {
+        eprintln!(
+            "note: lowered the host's kernel.perf_event_paranoid ({} -> -1) and kptr_restrict ({} -> 0) for this capture (--allow-sysctl); they are restored when it ends",
+            saved.paranoid, saved.kptr_restrict
+        );
+        Some(saved)
+    } else {
+        // A half-done change is undone too.
+        restore_sysctls(shell, saved).await;
+        None
+    }
+}
+
+/// Puts the sysctls back; when the container can no longer do it, says how to.
+async fn restore_sysctls(shell: &Shell, saved: SavedSysctls) {
+    let script = format!(
+        "echo {} > /proc/sys/kernel/perf_event_paranoid && echo {} > /proc/sys/kernel/kptr_restrict",
+        saved.paranoid, saved.kptr_restrict
+    );
+    let done = tokio::time::timeout(std::time::Duration::from_secs(10), shell.sh(&script)).await;
+    if !matches!(done, Ok(Ok(ref o)) if o.success()) {
+        eprintln!(
+            "warning: could not restore the host's sysctls through {}; run on the host: \
+             sudo sysctl kernel.perf_event_paranoid={} kernel.kptr_restrict={}",
+            shell.container(),
+            saved.paranoid,
+            saved.kptr_restrict
+        );
+    }
 }
 
 impl<R> Target<R> {
@@ -91,8 +143,17 @@ impl<R> Target<R> {
         }
     }
 
-    /// Removes the sidecar, if any. Always called, whatever happened.
+    /// Watches the target container and process during the capture.
+    pub fn watch(&self) -> liveness::Watch {
+        liveness::Watch::new(&self.container, &self.shell, self.process.pid)
+    }
+
+    /// Restores lowered sysctls and removes the sidecar, if any. Always called, whatever
+    /// happened.
     pub async fn release(&self) {
+        if let Some(saved) = self.sysctls {
+            restore_sysctls(&self.shell, saved).await;
+        }
         if let Some(sidecar) = &self.sidecar {
             self.shell.docker().remove_container(&sidecar.info.id).await;
         }
@@ -100,20 +161,38 @@ impl<R> Target<R> {
 }
 
 /// Finds the target and a place where `engine` may record it: inside the container (exec),
-/// or in a sidecar beside it, as `mode` allows.
+/// or in a sidecar beside it, as `mode` allows. The process is the one `locate` chose
+/// (`_selector` chose it).
 pub async fn find_target<E: Engine>(
     engine: &E,
     located: Located,
-    selector: &ProcessSelector,
+    _selector: &ProcessSelector,
     placement: &Placement,
     needs_tracefs: bool,
 ) -> Result<Target<E::Ready>> {
     let mode = placement.mode;
     if mode != CaptureMode::Sidecar {
-        match engine
-            .prepare(&located.shell, &located.facts, &located.process)
-            .await
-        {
+        let prepare = || engine.prepare(&located.shell, &located.facts, &located.process);
+        let mut attempt = prepare().await;
+        let mut sysctls = None;
+        if matches!(attempt, Err(Error::PerfDenied { .. })) && located.facts.sysctl_writable {
+            if placement.allow_sysctl {
+                sysctls = lower_sysctls(&located.shell, &located.facts).await;
+                if let Some(saved) = sysctls {
+                    attempt = prepare().await;
+                    if attempt.is_err() {
+                        restore_sysctls(&located.shell, saved).await;
+                        sysctls = None;
+                    }
+                }
+            } else {
+                eprintln!(
+                    "note: {} may write the host-wide kernel.perf_event_paranoid; devprof leaves it as it is unless given --allow-sysctl",
+                    located.container.name
+                );
+            }
+        }
+        match attempt {
             Ok(ready) => {
                 return Ok(Target {
                     shell: located.shell,
@@ -124,6 +203,7 @@ pub async fn find_target<E: Engine>(
                     runtime: located.runtime,
                     ready,
                     sidecar: None,
+                    sysctls,
                 })
             }
             Err(e @ (Error::PerfMissing { .. } | Error::PerfDenied { .. }))
@@ -137,23 +217,22 @@ pub async fn find_target<E: Engine>(
             Err(e) => return Err(e),
         }
     }
-    sidecar::start(
-        engine,
-        &located,
-        selector,
-        &placement.profiler_image,
-        needs_tracefs,
-    )
-    .await
+    sidecar::start(engine, &located, placement, needs_tracefs).await
 }
 
-/// The process `selector` means, or an error listing the container's processes.
-pub fn choose_process(
+/// How long candidates' CPU use is sampled when several processes match.
+const CPU_SAMPLE_SECS: f64 = 0.5;
+
+/// The process `selector` means, or an error listing the container's processes. When
+/// several match (both sides of a pipeline, several workers), the busiest over a short
+/// sample is chosen, and the candidates are listed with pid, user, CPU% and command.
+pub async fn choose_process<S: ContainerShell>(
+    shell: &S,
     facts: &ContainerFacts,
     selector: &ProcessSelector,
     container: &str,
 ) -> Result<ProcInfo> {
-    select_process(&facts.processes, selector).map_err(|what| {
+    let found = candidates(&facts.processes, selector).map_err(|what| {
         let listing: Vec<String> = facts
             .processes
             .iter()
@@ -165,5 +244,53 @@ pub fn choose_process(
             what,
             hint: format!("processes in the container:\n{}", listing.join("\n")),
         }
-    })
+    })?;
+    if found.len() == 1 {
+        return Ok(found.into_iter().next().expect("one candidate"));
+    }
+    let samples = sample_cpu(shell, &found).await;
+    let chosen = busiest(&found, &samples).unwrap_or_else(|| found[0].clone());
+    let lines: Vec<String> = found
+        .iter()
+        .map(|p| {
+            let sample = samples.iter().find(|s| s.pid == p.pid);
+            format!(
+                "  {} {:>6}  {:<10} {:>5}  {}",
+                if p.pid == chosen.pid { "*" } else { " " },
+                p.pid,
+                sample
+                    .and_then(|s| s.uid)
+                    .map(|u| format!("uid {u}"))
+                    .unwrap_or_else(|| "?".into()),
+                sample
+                    .map(|s| format!("{:.0}%", s.cpu_percent))
+                    .unwrap_or_else(|| "?".into()),
+                crate::text::truncate(&p.cmdline, 80)
+            )
+        })
+        .collect();
+    eprintln!(
+        "note: {} processes in {container} match; chose pid {} ({}), the busiest over {CPU_SAMPLE_SECS} s (--pid picks another):\n  {:>8}  {:<10} {:>5}  command\n{}",
+        found.len(),
+        chosen.pid,
+        chosen.program(),
+        "pid",
+        "user",
+        "CPU",
+        lines.join("\n"),
+    );
+    Ok(chosen)
+}
+
+/// The candidates' CPU use over a short sample (empty when it cannot be read).
+async fn sample_cpu<S: ContainerShell>(shell: &S, procs: &[ProcInfo]) -> Vec<CpuSample> {
+    let script = CPU_SAMPLE_SCRIPT.replace("INTERVAL", &CPU_SAMPLE_SECS.to_string());
+    let pids: Vec<String> = procs.iter().map(|p| p.pid.to_string()).collect();
+    let mut argv: Vec<&str> = vec!["sh", "-c", &script, "sh"];
+    argv.extend(pids.iter().map(String::as_str));
+    match shell.run(&argv).await {
+        // USER_HZ is 100 on every Linux architecture Docker runs on.
+        Ok(out) => parse_cpu_sample(&out.stdout, CPU_SAMPLE_SECS, 100.0),
+        Err(_) => Vec::new(),
+    }
 }

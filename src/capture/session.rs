@@ -3,6 +3,7 @@
 //! in a pidfile, Ctrl-C (the first stops the recorder early, which still writes its output;
 //! a second aborts), and clean-up that leaves no recorder and no file behind.
 
+use super::liveness::{Stop, Watch};
 use crate::docker::exec::ROOT;
 use crate::docker::{ContainerShell, ExecOutput, Shell};
 use crate::engines::perf::first_error_line;
@@ -29,22 +30,35 @@ pub async fn make_workdir(shell: &Shell) -> Result<String> {
     Ok(dir)
 }
 
-/// Stops a recorder that may still run from `workdir` and removes the directory.
+/// Longest the clean-up exec may take.
+const CLEANUP_LIMIT: Duration = Duration::from_secs(20);
+
+/// Stops a recorder that may still run from `workdir` and removes the directory. The pid
+/// in the pidfile is signalled only while that process's command line still names
+/// `workdir` (the recorder writes there), never a process that reused the pid.
 pub async fn cleanup_workdir(shell: &Shell, workdir: &str) {
     let script = format!(
         "p=$(cat {wd}/perf.pid 2>/dev/null); \
-         if [ -n \"$p\" ] && kill -0 \"$p\" 2>/dev/null; then \
+         c=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); \
+         case \"$c\" in *{wd}*) mine=1;; *) mine=;; esac; \
+         if [ -n \"$p\" ] && [ -n \"$mine\" ] && kill -0 \"$p\" 2>/dev/null; then \
            kill -INT \"$p\" 2>/dev/null; i=0; \
            while kill -0 \"$p\" 2>/dev/null && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done; \
            kill -KILL \"$p\" 2>/dev/null; \
          fi; rm -rf {wd}",
         wd = quote(workdir)
     );
-    if let Err(e) = shell.sh(&script).await {
-        eprintln!(
+    match tokio::time::timeout(CLEANUP_LIMIT, shell.sh(&script)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => eprintln!(
             "warning: could not clean {workdir} in {}: {e}",
             shell.container()
-        );
+        ),
+        Err(_) => eprintln!(
+            "warning: cleaning {workdir} in {} took over {} s; gave up",
+            shell.container(),
+            CLEANUP_LIMIT.as_secs()
+        ),
     }
 }
 
@@ -57,6 +71,18 @@ pub struct Recording {
     /// How long the whole recorder run took.
     pub elapsed: Duration,
     pub interrupted: bool,
+    /// When the process exited during the window (its container still running), the
+    /// time from the start of the window.
+    pub process_exited: Option<Duration>,
+}
+
+/// How long the recorder may run past the window (start-up, writing its output) before it
+/// is asked to stop, and how long after that before it is given up on.
+pub fn grace(window: Duration) -> (Duration, Duration) {
+    (
+        Duration::from_secs(30) + window / 10,
+        Duration::from_secs(15),
+    )
 }
 
 /// What to record and how to show it.
@@ -71,18 +97,11 @@ pub struct Window<'a> {
     pub notes: &'a [String],
     /// Who runs the recorder (`uid:gid`); None: root.
     pub user: Option<&'a str>,
+    /// The target, watched during the window.
+    pub watch: &'a Watch,
 }
 
-/// Every extension a capture may have written, for discarding.
-pub const ARTIFACT_EXTENSIONS: &[&str] = &[
-    "data",
-    "folded",
-    "svg",
-    "script",
-    "txt",
-    "offcpu.folded",
-    "offcpu.svg",
-];
+pub use crate::store::ARTIFACT_EXTENSIONS;
 
 /// Runs `window.argv` in the container with a progress bar over `duration`. The first
 /// Ctrl-C asks the recorder to stop (it still writes its output); a second one aborts,
@@ -100,6 +119,7 @@ pub async fn record(
         label,
         notes,
         user,
+        watch,
     } = *window;
     let record_script = format!(
         "echo $$ > {pidfile}; exec {cmd}",
@@ -123,7 +143,15 @@ pub async fn record(
             .exec_as(&container, Some(&user), &["sh", "-c", &record_script])
             .await
     });
+    let (grace, last_grace) = grace(duration);
+    let soft_deadline = tokio::time::sleep(duration + grace);
+    tokio::pin!(soft_deadline);
+    let mut hard_deadline: Option<Instant> = None;
+    let stopped = watch.until_stopped(started, true);
+    tokio::pin!(stopped);
+    let mut watching = true;
     let mut stop_requested: Option<Instant> = None;
+    let mut process_exited: Option<Duration> = None;
     let output = loop {
         tokio::select! {
             joined = &mut task => {
@@ -140,23 +168,77 @@ pub async fn record(
                 bar.set_message("stopping the recorder (Ctrl-C again aborts)");
                 stop_recorder(shell, workdir).await;
             }
+            stop = &mut stopped, if watching => {
+                watching = false;
+                match stop {
+                    Stop::Container { exit_code, at } => {
+                        bar.abandon_with_message("the target stopped");
+                        task.abort();
+                        stem.discard(ARTIFACT_EXTENSIONS);
+                        return Err(watch.stopped_error(exit_code, at));
+                    }
+                    Stop::Process { at } => {
+                        // Its container runs on: perf still writes what it recorded.
+                        process_exited = Some(at);
+                        bar.set_message(format!("pid {} exited; stopping the recorder", watch.pid()));
+                        stop_recorder(shell, workdir).await;
+                    }
+                }
+            }
+            _ = &mut soft_deadline, if hard_deadline.is_none() => {
+                hard_deadline = Some(Instant::now() + last_grace);
+                bar.set_message("the recorder overran the window; stopping it");
+                stop_recorder(shell, workdir).await;
+            }
             _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                if hard_deadline.is_some_and(|at| Instant::now() >= at) {
+                    bar.abandon_with_message("the recorder did not stop");
+                    task.abort();
+                    stem.discard(ARTIFACT_EXTENSIONS);
+                    return Err(Error::PerfFailed {
+                        container: shell.container().to_string(),
+                        step: "recording".into(),
+                        detail: format!(
+                            "the recorder was still running {} s after a {} s window and did not stop when asked",
+                            (duration + grace + last_grace).as_secs(),
+                            duration.as_secs()
+                        ),
+                    });
+                }
                 let tenths = (started.elapsed().as_millis() / 100) as u64;
                 bar.set_position(tenths.min(bar.length().unwrap_or(tenths)));
             }
         }
     };
+    if !output.success() {
+        // perf killed with its container ends the exec before the engine says why.
+        if let Some(Stop::Container { exit_code, at }) = watch.settle(started).await {
+            bar.abandon_with_message("the target stopped");
+            stem.discard(ARTIFACT_EXTENSIONS);
+            return Err(watch.stopped_error(exit_code, at));
+        }
+    }
     bar.finish_and_clear();
     let elapsed = started.elapsed();
-    let window = stop_requested
-        .map(|at| at - started)
-        .unwrap_or(elapsed)
-        .min(duration);
+    if stop_requested.is_none()
+        && process_exited.is_none()
+        && elapsed + Duration::from_secs(1) < duration
+        && !watch.process_alive().await
+    {
+        // perf ends by itself when every thread it follows has exited.
+        process_exited = Some(elapsed);
+    }
+    let ended_early = match (stop_requested.map(|at| at - started), process_exited) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let window = ended_early.unwrap_or(elapsed).min(duration);
     Ok(Recording {
         output,
         window,
         elapsed,
         interrupted: stop_requested.is_some(),
+        process_exited,
     })
 }
 

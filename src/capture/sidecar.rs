@@ -11,6 +11,7 @@ use crate::docker::target::{ContainerInfo, ProcessSelector};
 use crate::docker::SidecarSpec;
 use crate::engines::Engine;
 use crate::error::{Error, Result};
+use crate::settings::Placement;
 use crate::text::first_line;
 use std::time::Duration;
 
@@ -65,19 +66,19 @@ const LADDER: &[Tier] = &[
     },
 ];
 
-/// Longest a sidecar lives, after the capture window, if devprof itself dies.
+/// How long a sidecar outlives the capture window (perf script, copy-out) if devprof
+/// itself dies; then it removes itself.
 const SPARE_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
 pub async fn start<E: Engine>(
     engine: &E,
     located: &Located,
-    selector: &ProcessSelector,
-    image: &str,
+    placement: &Placement,
     needs_tracefs: bool,
 ) -> Result<Target<E::Ready>> {
     let docker = &located.docker;
     let container = &located.container;
-    let image = image.to_string();
+    let image = placement.profiler_image.clone();
     if !docker.has_image(&image).await {
         return Err(Error::ProfilerImageMissing {
             container: container.name.clone(),
@@ -86,6 +87,13 @@ pub async fn start<E: Engine>(
     }
     let mut refusals: Vec<String> = Vec::new();
     for tier in LADDER {
+        if tier.privileged && !placement.allow_privileged {
+            refusals.push(
+                "privileged: not tried; devprof starts a privileged sidecar only with --allow-privileged"
+                    .into(),
+            );
+            continue;
+        }
         let spec = SidecarSpec {
             image: image.clone(),
             target_id: container.id.clone(),
@@ -97,11 +105,12 @@ pub async fn start<E: Engine>(
             },
             privileged: tier.privileged,
             binds: if needs_tracefs {
-                vec!["/sys/kernel/tracing:/sys/kernel/tracing".into()]
+                // perf only reads tracefs (event ids and formats).
+                vec!["/sys/kernel/tracing:/sys/kernel/tracing:ro".into()]
             } else {
                 Vec::new()
             },
-            lifetime: SPARE_LIFETIME + Duration::from_secs(6 * 3600),
+            lifetime: placement.window + SPARE_LIFETIME,
         };
         let info = match docker.start_sidecar(&spec).await {
             Ok(info) => info,
@@ -111,7 +120,9 @@ pub async fn start<E: Engine>(
             }
         };
         let shell = docker.shell(&info);
-        match try_tier(engine, &shell, container, selector, &image).await {
+        // The sidecar shares the pid namespace: the process is the one already chosen.
+        let same = ProcessSelector::Pid(located.process.pid);
+        match try_tier(engine, &shell, container, &same, &image).await {
             Ok((facts, process, ready)) => {
                 if tier.privileged || tier.cap_add.contains(&"SYS_ADMIN") {
                     eprintln!("note: the sidecar needed {}", tier.why);
@@ -128,6 +139,7 @@ pub async fn start<E: Engine>(
                         info,
                         privileges: privileges_text(tier),
                     }),
+                    sysctls: None,
                 });
             }
             Err(e) => {
@@ -140,6 +152,19 @@ pub async fn start<E: Engine>(
                 }
             }
         }
+    }
+    if !placement.allow_privileged {
+        return Err(Error::PerfDenied {
+            container: container.name.clone(),
+            detail: format!(
+                "perf could not record from a sidecar with any right short of privileged:\n    {}",
+                refusals.join("\n    ")
+            ),
+            missing: vec!["a privileged sidecar (the only level not tried)".into()],
+            fixes: vec![
+                "allow it with --allow-privileged (DEVPROF_ALLOW_PRIVILEGED=true), or give the target container perf and the rights above (`devprof compose`)".into(),
+            ],
+        });
     }
     Err(Error::PerfFailed {
         container: container.name.clone(),
@@ -160,7 +185,7 @@ async fn try_tier<E: Engine>(
     image: &str,
 ) -> Result<(ContainerFacts, crate::docker::target::ProcInfo, E::Ready)> {
     let facts = ContainerFacts::probe(shell).await?;
-    let process = choose_process(&facts, selector, &container.name)?;
+    let process = choose_process(shell, &facts, selector, &container.name).await?;
     let ready = engine
         .prepare(shell, &facts, &process)
         .await
@@ -177,6 +202,46 @@ async fn try_tier<E: Engine>(
     Ok((facts, process, ready))
 }
 
+/// Whether a sidecar (by its labels and state) belongs to no running capture: it stopped,
+/// its lifetime is over, or the devprof that made it on this host is gone. A sidecar of a
+/// live devprof, or of another host before its expiry, is kept. `alive` says whether a
+/// pid on this host is a running devprof.
+pub fn is_spare(
+    labels: &std::collections::HashMap<String, String>,
+    running: bool,
+    now_secs: u64,
+    this_host: &str,
+    alive: impl Fn(u32) -> bool,
+) -> bool {
+    use crate::docker::{CREATOR_HOST_LABEL, CREATOR_PID_LABEL, EXPIRES_LABEL};
+    if !running {
+        return true;
+    }
+    let expires = labels
+        .get(EXPIRES_LABEL)
+        .and_then(|e| e.parse::<u64>().ok());
+    let Some(expires) = expires else {
+        // Made before sidecars were labelled with their creator: nothing to ask.
+        return true;
+    };
+    if expires <= now_secs {
+        return true;
+    }
+    let pid = labels
+        .get(CREATOR_PID_LABEL)
+        .and_then(|p| p.parse::<u32>().ok());
+    match (labels.get(CREATOR_HOST_LABEL), pid) {
+        (Some(host), Some(pid)) if host == this_host => !alive(pid),
+        _ => false,
+    }
+}
+
+/// Whether `pid` is a devprof running on this host (not another program that reused it).
+pub fn devprof_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|comm| comm.trim().starts_with("devprof"))
+}
+
 fn privileges_text(tier: &Tier) -> String {
     let mut parts: Vec<String> = Vec::new();
     if tier.privileged {
@@ -188,4 +253,34 @@ fn privileges_text(tier: &Tier) -> String {
         }
     }
     parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::docker::{CREATOR_HOST_LABEL, CREATOR_PID_LABEL, EXPIRES_LABEL};
+    use std::collections::HashMap;
+
+    fn labels(host: &str, pid: u32, expires: u64) -> HashMap<String, String> {
+        HashMap::from([
+            (CREATOR_HOST_LABEL.to_string(), host.to_string()),
+            (CREATOR_PID_LABEL.to_string(), pid.to_string()),
+            (EXPIRES_LABEL.to_string(), expires.to_string()),
+        ])
+    }
+
+    #[test]
+    fn only_sidecars_of_finished_captures_are_spare() {
+        let live = |pid: u32| pid == 42;
+        // A running capture's sidecar on this host: kept.
+        assert!(!is_spare(&labels("h", 42, 2000), true, 1000, "h", live));
+        // Its devprof died: spare.
+        assert!(is_spare(&labels("h", 43, 2000), true, 1000, "h", live));
+        // Another host's, before expiry: kept (its pid means nothing here).
+        assert!(!is_spare(&labels("other", 43, 2000), true, 1000, "h", live));
+        // Expired, or stopped, or unlabelled: spare.
+        assert!(is_spare(&labels("other", 43, 900), true, 1000, "h", live));
+        assert!(is_spare(&labels("h", 42, 2000), false, 1000, "h", live));
+        assert!(is_spare(&HashMap::new(), true, 1000, "h", live));
+    }
 }

@@ -87,6 +87,15 @@ pub struct PlacementArgs {
         default_value = "devprof-profiler:latest"
     )]
     pub profiler_image: String,
+
+    /// Let a sidecar run `privileged` when no smaller set of rights lets perf record.
+    #[arg(long, env = "DEVPROF_ALLOW_PRIVILEGED")]
+    pub allow_privileged: bool,
+
+    /// Let devprof lower the host-wide kernel.perf_event_paranoid and kptr_restrict for
+    /// the capture when the container may write them; they are restored afterwards.
+    #[arg(long, env = "DEVPROF_ALLOW_SYSCTL")]
+    pub allow_sysctl: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -25,9 +25,28 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
     let mut removed_files: Vec<serde_json::Value> = Vec::new();
     let mut kept: Vec<serde_json::Value> = Vec::new();
     let (mut freed, mut file_count) = (0u64, 0usize);
-    for &i in &expired {
-        let capture = &captures[i];
-        for action in catalog::removal_plan(capture) {
+    let listed = catalog::still_listed(&captures, &expired);
+    let cutoff = std::time::SystemTime::now()
+        .checked_sub(settings.older)
+        .unwrap_or(std::time::UNIX_EPOCH);
+    let leftovers =
+        catalog::leftovers(&settings.output_dir, settings.container.as_deref(), cutoff)?;
+    let leftover_plans = leftovers.iter().map(|l| {
+        l.files
+            .iter()
+            .map(|(path, bytes)| Action::Remove {
+                path: path.clone(),
+                bytes: *bytes,
+            })
+            .collect::<Vec<_>>()
+    });
+    let plans: Vec<Vec<Action>> = expired
+        .iter()
+        .map(|&i| catalog::spare_shared(catalog::removal_plan(&captures[i]), &listed))
+        .chain(leftover_plans)
+        .collect();
+    for plan in plans {
+        for action in plan {
             match action {
                 Action::Remove { path, bytes } => {
                     let done = settings.dry_run || catalog::remove_file(&path)?;
@@ -56,6 +75,7 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
             "older_than_s": settings.older.as_secs(),
             "keep_last": settings.keep_last,
             "captures": expired.iter().map(|&i| captures[i].manifest_path.clone()).collect::<Vec<_>>(),
+            "leftovers": leftovers.iter().map(|l| l.reservation.clone()).collect::<Vec<_>>(),
             "removed": removed_files,
             "kept": kept,
             "bytes_freed": freed,
@@ -84,6 +104,13 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
                 "freed"
             },
             human_bytes(freed)
+        );
+    }
+    if !leftovers.is_empty() {
+        println!(
+            "{verb} the leftovers of {} interrupted capture{} (no manifest, older than {age})",
+            leftovers.len(),
+            if leftovers.len() == 1 { "" } else { "s" }
         );
     }
     if spared_by_keep_last > 0 {
@@ -116,12 +143,26 @@ pub fn age_text(age: std::time::Duration) -> String {
 }
 
 /// `devprof clean --containers`: removes profiler sidecars a killed devprof left behind
-/// (they also remove themselves once their lifetime ends).
+/// (they also remove themselves once their lifetime ends); the sidecars of captures that
+/// are running now stay.
 pub async fn remove_sidecars(dry_run: bool, json: bool) -> Result<()> {
+    use crate::capture::sidecar::{devprof_alive, is_spare};
     let docker = crate::docker::Docker::connect().await?;
-    let leftovers = docker
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    let host = crate::docker::containers::host_name();
+    let (leftovers, in_use): (Vec<_>, Vec<_>) = docker
         .containers_with_label(crate::docker::SIDECAR_LABEL)
-        .await?;
+        .await?
+        .into_iter()
+        .partition(|c| is_spare(&c.labels, c.is_running(), now, &host, devprof_alive));
+    if !json {
+        for c in &in_use {
+            println!("kept sidecar {} (its capture is still running)", c.name);
+        }
+    }
     let verb = if dry_run { "would remove" } else { "removed" };
     for container in &leftovers {
         if !dry_run {

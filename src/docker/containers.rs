@@ -24,6 +24,28 @@ pub struct SidecarSpec {
 
 /// The label every devprof sidecar carries (`devprof clean --containers` looks for it).
 pub const SIDECAR_LABEL: &str = "devprof.sidecar";
+/// Who made a sidecar and until when it is needed, so `clean --containers` removes only
+/// the sidecars of captures that are over: the creator's host name and pid, and the unix
+/// time after which it is spare.
+pub const CREATOR_HOST_LABEL: &str = "devprof.creator.host";
+pub const CREATOR_PID_LABEL: &str = "devprof.creator.pid";
+pub const EXPIRES_LABEL: &str = "devprof.expires";
+
+/// This machine's host name (the kernel's), for sidecar labels.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Whether a container is running, and how it ended when it is not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerState {
+    pub running: bool,
+    /// Docker's word: running, exited, dead, removing, ...; `removed` when it is gone.
+    pub status: String,
+    pub exit_code: Option<i64>,
+}
 
 impl Docker {
     /// Creates and starts a sidecar; it idles (`sleep`) until commands are run in it.
@@ -35,13 +57,25 @@ impl Docker {
             &spec.target_id[..spec.target_id.len().min(12)],
             std::process::id()
         );
+        let expires = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            + spec.lifetime;
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             cmd: Some(vec!["sleep".into(), spec.lifetime.as_secs().to_string()]),
             labels: Some(
-                [(SIDECAR_LABEL.to_string(), spec.target_id.clone())]
-                    .into_iter()
-                    .collect(),
+                [
+                    (SIDECAR_LABEL.to_string(), spec.target_id.clone()),
+                    (CREATOR_HOST_LABEL.to_string(), host_name()),
+                    (
+                        CREATOR_PID_LABEL.to_string(),
+                        std::process::id().to_string(),
+                    ),
+                    (EXPIRES_LABEL.to_string(), expires.as_secs().to_string()),
+                ]
+                .into_iter()
+                .collect(),
             ),
             host_config: Some(HostConfig {
                 pid_mode: Some(format!("container:{}", spec.target_id)),
@@ -91,6 +125,28 @@ impl Docker {
             {
                 eprintln!("warning: could not remove container {id}: {text}");
             }
+        }
+    }
+
+    /// A container's state now; a container that no longer exists counts as stopped.
+    pub async fn container_state(&self, container: &str) -> Result<ContainerState> {
+        match self.client.inspect_container(container, None).await {
+            Ok(c) => {
+                let state = c.state.unwrap_or_default();
+                Ok(ContainerState {
+                    running: state.running == Some(true),
+                    status: state.status.map(|s| s.to_string()).unwrap_or_default(),
+                    exit_code: state.exit_code,
+                })
+            }
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(ContainerState {
+                running: false,
+                status: "removed".into(),
+                exit_code: None,
+            }),
+            Err(e) => Err(api_error(&format!("inspect container {container}"), e)),
         }
     }
 

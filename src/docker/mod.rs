@@ -14,7 +14,10 @@ pub mod pipe;
 pub mod probe;
 pub mod target;
 
-pub use containers::{ContainerConfig, SidecarSpec, SIDECAR_LABEL};
+pub use containers::{
+    ContainerConfig, ContainerState, SidecarSpec, CREATOR_HOST_LABEL, CREATOR_PID_LABEL,
+    EXPIRES_LABEL, SIDECAR_LABEL,
+};
 pub use exec::{ContainerShell, ExecOutput, Shell};
 pub use image::{BuildEnd, BuildRequest, ImageDetails};
 

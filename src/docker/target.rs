@@ -141,7 +141,7 @@ pub fn parse_processes(text: &str) -> Vec<ProcInfo> {
 pub enum ProcessSelector {
     /// The container's main process, looked through shell and init wrappers.
     Main,
-    /// The oldest process whose full command line matches (like `pgrep -o -f`).
+    /// Processes whose program name matches, else whose full command line matches.
     Matching(Regex),
     Pid(u32),
 }
@@ -165,46 +165,169 @@ const WRAPPERS: &[&str] = &[
     "env",
 ];
 
-/// Chooses the process to profile, or explains why there is none.
+fn is_wrapper(p: &ProcInfo) -> bool {
+    WRAPPERS.contains(&p.program())
+}
+
+/// Without the wrappers, unless nothing else is left.
+fn without_wrappers(set: Vec<&ProcInfo>) -> Vec<&ProcInfo> {
+    let real: Vec<&ProcInfo> = set.iter().copied().filter(|p| !is_wrapper(p)).collect();
+    if real.is_empty() {
+        set
+    } else {
+        real
+    }
+}
+
+/// The processes `selector` may mean, oldest first: for `Main`, the container's first
+/// process looked through shell and init wrappers (both sides of a pipeline when the
+/// wrapper runs one); for `Matching`, the processes whose program name matches, else
+/// those whose full command line does, wrappers last resort; for `Pid`, that one. Several
+/// candidates are for the caller to choose among (the busiest, by `busiest`).
+pub fn candidates(
+    processes: &[ProcInfo],
+    selector: &ProcessSelector,
+) -> std::result::Result<Vec<ProcInfo>, String> {
+    let mut set: Vec<&ProcInfo> = match selector {
+        ProcessSelector::Pid(pid) => processes.iter().filter(|p| p.pid == *pid).collect(),
+        ProcessSelector::Matching(re) => {
+            let by_program: Vec<&ProcInfo> = processes
+                .iter()
+                .filter(|p| re.is_match(p.program()))
+                .collect();
+            if by_program.is_empty() {
+                without_wrappers(
+                    processes
+                        .iter()
+                        .filter(|p| re.is_match(&p.cmdline))
+                        .collect(),
+                )
+            } else {
+                without_wrappers(by_program)
+            }
+        }
+        ProcessSelector::Main => {
+            let root = processes
+                .iter()
+                .find(|p| p.pid == 1)
+                .or_else(|| processes.iter().min_by_key(|p| p.pid));
+            let mut frontier: Vec<&ProcInfo> = root.into_iter().collect();
+            // Walk down through wrappers: a wrapper with children is not the workload.
+            for _ in 0..8 {
+                let mut next = Vec::new();
+                let mut deeper = false;
+                for p in frontier {
+                    let children: Vec<&ProcInfo> = processes
+                        .iter()
+                        .filter(|c| c.ppid == p.pid && c.pid != p.pid)
+                        .collect();
+                    if is_wrapper(p) && !children.is_empty() {
+                        next.extend(children);
+                        deeper = true;
+                    } else {
+                        next.push(p);
+                    }
+                }
+                frontier = next;
+                if !deeper {
+                    break;
+                }
+            }
+            without_wrappers(frontier)
+        }
+    };
+    set.sort_by_key(|p| p.pid);
+    set.dedup_by_key(|p| p.pid);
+    if set.is_empty() {
+        return Err(match selector {
+            ProcessSelector::Pid(pid) => format!("no process with pid {pid}"),
+            ProcessSelector::Matching(re) => {
+                format!("no process whose program or command line matches /{re}/")
+            }
+            ProcessSelector::Main => "the container has no process with a command line".into(),
+        });
+    }
+    Ok(set.into_iter().cloned().collect())
+}
+
+/// Chooses the process to profile without sampling: the oldest candidate.
 pub fn select_process(
     processes: &[ProcInfo],
     selector: &ProcessSelector,
 ) -> std::result::Result<ProcInfo, String> {
-    match selector {
-        ProcessSelector::Pid(pid) => processes
-            .iter()
-            .find(|p| p.pid == *pid)
-            .cloned()
-            .ok_or_else(|| format!("no process with pid {pid}")),
-        ProcessSelector::Matching(re) => processes
-            .iter()
-            .filter(|p| re.is_match(&p.cmdline))
-            .min_by_key(|p| p.pid)
-            .cloned()
-            .ok_or_else(|| format!("no process whose command line matches /{re}/")),
-        ProcessSelector::Main => {
-            let mut current = processes
-                .iter()
-                .find(|p| p.pid == 1)
-                .or_else(|| processes.iter().min_by_key(|p| p.pid))
-                .ok_or_else(|| "the container has no process with a command line".to_string())?;
-            // Walk down through wrappers: a wrapper with children is not the workload.
-            for _ in 0..8 {
-                if !WRAPPERS.contains(&current.program()) {
-                    break;
-                }
-                let child = processes
-                    .iter()
-                    .filter(|p| p.ppid == current.pid && p.pid != current.pid)
-                    .min_by_key(|p| p.pid);
-                match child {
-                    Some(child) => current = child,
-                    None => break,
-                }
+    Ok(candidates(processes, selector)?.remove(0))
+}
+
+/// One candidate's CPU use over a short sample, and who runs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuSample {
+    pub pid: u32,
+    /// Percent of one CPU.
+    pub cpu_percent: f64,
+    pub uid: Option<u32>,
+}
+
+/// The script that samples the CPU time of the pids given as arguments over `interval`:
+/// `a<TAB>pid<TAB>ticks` before, `b<TAB>pid<TAB>ticks<TAB>uid` after.
+pub const CPU_SAMPLE_SCRIPT: &str = r#"
+ticks() { s=; read -r s < /proc/$1/stat 2>/dev/null || return 0; r=${s##*) }; set -- $r; [ $# -ge 13 ] && echo $(( ${12} + ${13} )); }
+for p in "$@"; do printf 'a	%s	%s
+' "$p" "$(ticks $p)"; done
+sleep INTERVAL
+for p in "$@"; do
+  u=; while read -r k v _; do [ "$k" = Uid: ] && { u=$v; break; }; done < /proc/$p/status 2>/dev/null
+  printf 'b	%s	%s	%s
+' "$p" "$(ticks $p)" "$u"
+done
+"#;
+
+/// Parses what `CPU_SAMPLE_SCRIPT` printed (`ticks_per_sec`: the kernel's USER_HZ).
+pub fn parse_cpu_sample(text: &str, interval_secs: f64, ticks_per_sec: f64) -> Vec<CpuSample> {
+    let mut before = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let pid = f.get(1).and_then(|p| p.parse::<u32>().ok());
+        let ticks = f.get(2).and_then(|t| t.trim().parse::<u64>().ok());
+        match (f.first().copied(), pid, ticks) {
+            (Some("a"), Some(pid), Some(t)) => {
+                before.insert(pid, t);
             }
-            Ok(current.clone())
+            (Some("b"), Some(pid), Some(t)) => {
+                let Some(t0) = before.get(&pid) else { continue };
+                let used = t.saturating_sub(*t0) as f64 / ticks_per_sec;
+                out.push(CpuSample {
+                    pid,
+                    cpu_percent: if interval_secs > 0.0 {
+                        used / interval_secs * 100.0
+                    } else {
+                        0.0
+                    },
+                    uid: f.get(3).and_then(|u| u.trim().parse().ok()),
+                });
+            }
+            _ => {}
         }
     }
+    out
+}
+
+/// The busiest of `candidates` by `samples`; the oldest when none used the CPU.
+pub fn busiest(candidates: &[ProcInfo], samples: &[CpuSample]) -> Option<ProcInfo> {
+    let cpu = |p: &ProcInfo| {
+        samples
+            .iter()
+            .find(|s| s.pid == p.pid)
+            .map(|s| s.cpu_percent)
+            .unwrap_or(0.0)
+    };
+    let mut best: Option<&ProcInfo> = None;
+    for p in candidates {
+        if best.is_none_or(|b| cpu(p) > cpu(b)) {
+            best = Some(p);
+        }
+    }
+    best.cloned()
 }
 
 #[cfg(test)]
@@ -327,6 +450,49 @@ mod tests {
             select_process(&procs, &ProcessSelector::Main).unwrap().pid,
             1
         );
+    }
+
+    #[test]
+    fn both_sides_of_a_pipeline_are_candidates_and_the_busy_one_wins() {
+        let procs = parse_processes(
+            "proc\t1\t0\tsh -c demo-node | cat\nproc\t7\t1\tdemo-node\nproc\t8\t1\tcat\n",
+        );
+        let all = candidates(&procs, &ProcessSelector::Main).unwrap();
+        assert_eq!(all.iter().map(|p| p.pid).collect::<Vec<_>>(), vec![7, 8]);
+        // Real output of CPU_SAMPLE_SCRIPT over 0.5 s: the node busy, cat idle.
+        let samples = parse_cpu_sample(
+            "a\t7\t1200\na\t8\t3\nb\t7\t1248\t0\nb\t8\t3\t0\n",
+            0.5,
+            100.0,
+        );
+        assert_eq!(samples[0].cpu_percent.round(), 96.0);
+        assert_eq!(busiest(&all, &samples).unwrap().pid, 7);
+        // The busy side second in the pipeline is chosen just the same.
+        let flipped = [
+            CpuSample {
+                pid: 7,
+                cpu_percent: 0.0,
+                uid: None,
+            },
+            CpuSample {
+                pid: 8,
+                cpu_percent: 90.0,
+                uid: None,
+            },
+        ];
+        assert_eq!(busiest(&all, &flipped).unwrap().pid, 8);
+    }
+
+    #[test]
+    fn process_name_is_matched_before_the_wrappers_command_line() {
+        let procs = parse_processes(
+            "proc\t1\t0\tsh -c demo-node | cat\nproc\t7\t1\t/usr/local/bin/demo-node --x\nproc\t8\t1\tcat\n",
+        );
+        let re = ProcessSelector::Matching(Regex::new("demo").unwrap());
+        assert_eq!(select_process(&procs, &re).unwrap().pid, 7);
+        // Only the wrapper's command line matches: the wrapper, as a last resort.
+        let re = ProcessSelector::Matching(Regex::new("demo-node \\|").unwrap());
+        assert_eq!(select_process(&procs, &re).unwrap().pid, 1);
     }
 
     #[test]

@@ -37,7 +37,7 @@ impl CpuSettings {
             )));
         }
         Ok(CpuSettings {
-            placement: placement_of(args.placement)?,
+            placement: placement_of(args.placement, window_of(&args.duration)?)?,
             engine: args.engine.into(),
             target: target_of(args.target)?,
             duration: window_of(&args.duration)?,
@@ -87,7 +87,7 @@ impl OffcpuSettings {
             )));
         }
         Ok(OffcpuSettings {
-            placement: placement_of(args.placement)?,
+            placement: placement_of(args.placement, window_of(&args.duration)?)?,
             target: target_of(args.target)?,
             duration: window_of(&args.duration)?,
             config,

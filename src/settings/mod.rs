@@ -63,9 +63,15 @@ pub enum CaptureMode {
 pub struct Placement {
     pub mode: CaptureMode,
     pub profiler_image: String,
+    /// The capture window (a sidecar lives this long plus a margin).
+    pub window: Duration,
+    /// A sidecar may be started `privileged` when nothing less lets perf record.
+    pub allow_privileged: bool,
+    /// Host-wide perf sysctls may be lowered for the capture (and are restored after).
+    pub allow_sysctl: bool,
 }
 
-pub(crate) fn placement_of(args: PlacementArgs) -> Result<Placement> {
+pub(crate) fn placement_of(args: PlacementArgs, window: Duration) -> Result<Placement> {
     let profiler_image = args.profiler_image.trim().to_string();
     if profiler_image.is_empty() {
         return Err(Error::Usage(
@@ -75,6 +81,9 @@ pub(crate) fn placement_of(args: PlacementArgs) -> Result<Placement> {
     Ok(Placement {
         mode: args.mode.into(),
         profiler_image,
+        window,
+        allow_privileged: args.allow_privileged,
+        allow_sysctl: args.allow_sysctl,
     })
 }
 

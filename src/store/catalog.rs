@@ -256,6 +256,127 @@ pub fn removal_plan(capture: &Capture) -> Vec<Action> {
     actions
 }
 
+/// Files that captures which stay still list, each with the manifest that lists it: a file
+/// two captures share (heap captures reuse jemalloc's dumps by name) must outlive the
+/// older one.
+pub fn still_listed(
+    captures: &[Capture],
+    removed: &[usize],
+) -> std::collections::HashMap<PathBuf, PathBuf> {
+    let mut out = std::collections::HashMap::new();
+    for (i, c) in captures.iter().enumerate() {
+        if removed.contains(&i) {
+            continue;
+        }
+        for f in &c.manifest.files {
+            if let Some(path) = listed_path(&c.dir, &f.name) {
+                out.entry(path).or_insert_with(|| c.manifest_path.clone());
+            }
+        }
+    }
+    out
+}
+
+/// `plan` with every removal of a file another kept manifest lists turned into a keep.
+pub fn spare_shared(
+    plan: Vec<Action>,
+    listed: &std::collections::HashMap<PathBuf, PathBuf>,
+) -> Vec<Action> {
+    plan.into_iter()
+        .map(|action| match action {
+            Action::Remove { path, .. } if listed.contains_key(&path) => Action::Keep {
+                why: format!("still listed by {}", listed[&path].display()),
+                what: path.display().to_string(),
+            },
+            other => other,
+        })
+        .collect()
+}
+
+/// What a capture that was killed before writing its manifest left: its reservation (the
+/// empty `<stem>.json` devprof creates first) and the artifacts next to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leftover {
+    pub reservation: PathBuf,
+    /// Regular files with the stem and an artifact extension, with their sizes; the
+    /// reservation last.
+    pub files: Vec<(PathBuf, u64)>,
+}
+
+/// Whether `name` is a stem devprof makes: `<kind>-YYYYMMDD-HHMMSS[-N]`.
+fn is_stem_name(name: &str) -> bool {
+    let Some((kind, rest)) = name.split_once('-') else {
+        return false;
+    };
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    let parts: Vec<&str> = rest.split('-').collect();
+    let kind_ok = !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase());
+    let time_ok = match parts.as_slice() {
+        [d, t] => digits(d, 8) && digits(t, 6),
+        [d, t, n] => {
+            digits(d, 8) && digits(t, 6) && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+        }
+        _ => false,
+    };
+    kind_ok && time_ok
+}
+
+/// The leftovers of killed captures in the store (one container or all) whose files are
+/// all older than `cutoff` (a capture running now has a fresh reservation).
+pub fn leftovers(
+    output_dir: &Path,
+    container: Option<&str>,
+    cutoff: std::time::SystemTime,
+) -> Result<Vec<Leftover>> {
+    let names = match container {
+        Some(c) => vec![c.to_string()],
+        None => containers(output_dir)?,
+    };
+    let regular = |p: &Path| fs::symlink_metadata(p).ok().filter(|m| m.is_file());
+    let old = |m: &fs::Metadata| m.modified().is_ok_and(|t| t < cutoff);
+    let mut out = Vec::new();
+    for name in names {
+        let dir = output_dir.join(&name);
+        if !is_real_dir(&dir) {
+            continue;
+        }
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut stems: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter_map(|n| n.strip_suffix(".json").map(str::to_string))
+            .filter(|stem| is_stem_name(stem))
+            .collect();
+        stems.sort();
+        for stem in stems {
+            let reservation = dir.join(format!("{stem}.json"));
+            let Some(meta) = regular(&reservation) else {
+                continue;
+            };
+            if meta.len() != 0 || !old(&meta) {
+                continue;
+            }
+            let mut files = Vec::new();
+            let mut fresh = false;
+            for ext in crate::store::ARTIFACT_EXTENSIONS {
+                let path = dir.join(format!("{stem}.{ext}"));
+                if let Some(m) = regular(&path) {
+                    fresh |= !old(&m);
+                    files.push((path, m.len()));
+                }
+            }
+            if fresh {
+                continue;
+            }
+            files.push((reservation.clone(), 0));
+            out.push(Leftover { reservation, files });
+        }
+    }
+    Ok(out)
+}
+
 /// Removes one planned file if it is still a regular file (checked again right before,
 /// so a file swapped for a link in the meantime is not followed). `Ok(false)` when it was
 /// gone or no longer a regular file.
@@ -310,6 +431,44 @@ mod tests {
         let at = vec![capture("seq", "cpu", days(7))];
         assert!(expired(&at, now, week, 0).is_empty());
         assert!(expired(&caps, now, Duration::from_secs(u64::MAX), 0).is_empty());
+    }
+
+    #[test]
+    fn a_file_a_kept_manifest_lists_is_spared() {
+        let dump = PathBuf::from("profiling/demo-seq/jeprof.demo-seq.7.0.u0.heap");
+        let plan = vec![
+            Action::Remove {
+                path: dump.clone(),
+                bytes: 10,
+            },
+            Action::Remove {
+                path: PathBuf::from("profiling/demo-seq/heap-1.svg"),
+                bytes: 5,
+            },
+        ];
+        let listed = std::collections::HashMap::from([(
+            dump.clone(),
+            PathBuf::from("profiling/demo-seq/heap-2.json"),
+        )]);
+        let out = spare_shared(plan, &listed);
+        assert!(matches!(&out[0], Action::Keep { why, .. } if why.contains("heap-2.json")));
+        assert!(matches!(&out[1], Action::Remove { .. }));
+    }
+
+    #[test]
+    fn stems_are_recognized_by_their_shape() {
+        for good in ["perf-20261122-101500", "heap-20261122-101500-2"] {
+            assert!(is_stem_name(good), "{good}");
+        }
+        for bad in [
+            "perf",
+            "notes-1",
+            "perf-2026-101500",
+            "Perf-20261122-101500",
+            "x-20261122-101500-",
+        ] {
+            assert!(!is_stem_name(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -14,6 +14,18 @@ use chrono::{DateTime, Local};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// Every extension a capture may write next to its stem (for discarding, and for
+/// reclaiming the leftovers of a capture that was killed).
+pub const ARTIFACT_EXTENSIONS: &[&str] = &[
+    "data",
+    "folded",
+    "svg",
+    "script",
+    "txt",
+    "offcpu.folded",
+    "offcpu.svg",
+];
+
 /// A capture's file stem, e.g. `profiling/demo-seq/perf-20261122-101500`. Reserving one
 /// creates its manifest file, so two captures in the same second never share a stem.
 #[derive(Debug, Clone)]

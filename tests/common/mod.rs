@@ -25,14 +25,22 @@ pub fn devnet_ready(test: &str) -> bool {
         .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "true")
         .unwrap_or(false);
     if !up {
-        let why = "the Docker engine or the demo devnet (demo-seq) is not available; run scripts/testbed-up.sh";
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{test}: {why}");
-        }
-        eprintln!("{test}: NOT RUN: {why}");
-        record_not_run(test);
+        not_run(
+            test,
+            "the Docker engine or the demo devnet (demo-seq) is not available; run scripts/testbed-up.sh",
+        );
     }
     up
+}
+
+/// A test that cannot run here: under CI=true it fails loudly; elsewhere it says so and
+/// is listed as not run.
+pub fn not_run(test: &str, why: &str) {
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{test}: {why}");
+    }
+    eprintln!("{test}: NOT RUN: {why}");
+    record_not_run(test);
 }
 
 /// Where tests that returned early list themselves, so a local run that says "ok" but
@@ -124,6 +132,21 @@ pub const PROFILING_RIGHTS: &[&str] = &[
     "--security-opt",
     "seccomp=unconfined",
 ];
+
+/// Sidecars started for the container with this id (their label holds it).
+pub fn sidecars_of_id(id: &str) -> Vec<String> {
+    docker_ok(&[
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label=devprof.sidecar={id}"),
+        "--format",
+        "{{.Names}}",
+    ])
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
 
 /// Files under `dir`, recursively, as paths relative to it.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {

@@ -153,7 +153,19 @@ async fn find_heap_target(
         ..
     } = super::locate(target, selector).await?;
     let probe = shell.sh(&jemalloc_probe_script(process.pid)).await?;
-    let facts = JemallocFacts::parse(&probe.stdout);
+    let mut facts = JemallocFacts::parse(&probe.stdout);
+    if facts.env.is_empty() {
+        // A process that rewrote its environment (to show status in `ps`) reads blank
+        // here; jemalloc read its settings at start-up, from what the container gave it.
+        if let Ok(config) = shell.docker().container_config(&container.id).await {
+            if facts.adopt_configured_env(&config.env) {
+                eprintln!(
+                    "note: the environment of pid {} reads blank (the process rewrote it); using the jemalloc settings {} was started with",
+                    process.pid, container.name
+                );
+            }
+        }
+    }
     let (variable, value) = facts.conf();
     let conf = JemallocConf::parse(&value.clone().unwrap_or_default());
     if !conf.profiling() {
@@ -240,6 +252,19 @@ impl JemallocFacts {
         f
     }
 
+    /// Takes the jemalloc variables from the container's configured environment (`K=V`
+    /// entries); true when one was found.
+    fn adopt_configured_env(&mut self, configured: &[String]) -> bool {
+        for entry in configured {
+            if let Some((name, value)) = entry.split_once('=') {
+                if name == "_RJEM_MALLOC_CONF" || name == "MALLOC_CONF" {
+                    self.env.push((name.to_string(), value.to_string()));
+                }
+            }
+        }
+        !self.env.is_empty()
+    }
+
     fn uses_jemalloc(&self) -> bool {
         self.reads.is_some() || !self.jemalloc_libs.is_empty()
     }
@@ -277,6 +302,22 @@ impl JemallocFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_blank_environment_falls_back_to_the_configured_one() {
+        let mut facts = JemallocFacts::parse("cwd\t/\nreads\t_RJEM_MALLOC_CONF\n");
+        assert_eq!(facts.conf().1, None);
+        let configured = [
+            "PATH=/usr/bin".to_string(),
+            "_RJEM_MALLOC_CONF=prof:true,prof_prefix:/profiling/jeprof.x".to_string(),
+        ];
+        assert!(facts.adopt_configured_env(&configured));
+        let (variable, value) = facts.conf();
+        assert_eq!(variable, "_RJEM_MALLOC_CONF");
+        assert!(JemallocConf::parse(&value.unwrap()).profiling());
+        let mut none = JemallocFacts::default();
+        assert!(!none.adopt_configured_env(&["PATH=/usr/bin".to_string()]));
+    }
 
     #[test]
     fn probe_facts_name_the_variable_the_program_reads() {

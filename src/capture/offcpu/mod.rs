@@ -83,7 +83,9 @@ async fn capture_with(
     let workdir = make_workdir(&target.shell).await?;
     let result =
         record_and_summarize(target, &checked, notes, &workdir, settings, interrupts).await;
-    cleanup_workdir(&target.shell, &workdir).await;
+    if !matches!(result, Err(Error::TargetStopped { .. })) {
+        cleanup_workdir(&target.shell, &workdir).await;
+    }
     result
 }
 
@@ -144,12 +146,14 @@ async fn record_and_summarize(
         checked.events.len(),
         settings.config.name
     );
+    let watch = target.watch();
     let window = Window {
         argv: &record_argv,
         duration: settings.duration,
         label: &label,
         notes: &notes,
         user: None,
+        watch: &watch,
     };
     let mut recording = record(shell, workdir, &window, interrupts, &stem).await?;
     if buffer.is_some() && perf::is_mlock_error(&recording.output.stderr) {
@@ -165,6 +169,7 @@ async fn record_and_summarize(
             label: &label,
             notes: &[],
             user: None,
+            watch: &watch,
         };
         recording = record(shell, workdir, &window, interrupts, &stem).await?;
     }

@@ -136,8 +136,7 @@ pub struct Access {
 }
 
 /// Checks, before the capture window, that perf may open events on `pid`, and picks the
-/// event. Where the container may write the sysctls, lowers perf_event_paranoid and
-/// kptr_restrict first (and says so).
+/// event.
 pub async fn check_access<S: ContainerShell>(
     shell: &S,
     perf: &PerfTool,
@@ -160,16 +159,9 @@ pub async fn check_access<S: ContainerShell>(
         "sleep",
         "0.1",
     ];
-    let mut out = shell.run(&trial_argv).await?;
-    if !out.success() && is_permission_error(&out.stderr) && facts.sysctl_writable {
-        let lowered = shell
-            .sh("echo -1 > /proc/sys/kernel/perf_event_paranoid && echo 0 > /proc/sys/kernel/kptr_restrict")
-            .await?;
-        if lowered.success() {
-            notes.push("lowered kernel.perf_event_paranoid to -1 and kptr_restrict to 0 (this container may write them)".to_string());
-            out = shell.run(&trial_argv).await?;
-        }
-    }
+    // Host-wide sysctls are never changed here: the capture lowers them only when asked
+    // (--allow-sysctl), and restores them.
+    let out = shell.run(&trial_argv).await?;
     if !out.success() {
         return Err(failure(
             shell.container(),
@@ -190,7 +182,7 @@ pub async fn check_access<S: ContainerShell>(
         );
         "cpu-clock".to_string()
     };
-    if facts.kptr_restrict.is_some_and(|k| k > 0) && !facts.sysctl_writable {
+    if facts.kptr_restrict.is_some_and(|k| k > 0) {
         notes.push(format!(
             "kernel.kptr_restrict is {}: kernel frames will show as [unknown] (on the host: `sudo sysctl kernel.kptr_restrict=0`)",
             facts.kptr_restrict.unwrap_or_default()
@@ -326,26 +318,26 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn lowers_paranoid_only_where_writable_with_scripted_shell_mock() {
+    async fn never_writes_sysctls_with_scripted_shell_mock() {
         let denied = "Error:\nNo permission to enable cpu-clock event.\n";
-        let shell = ScriptedShellMock {
-            answers: HashMap::from([
-                (
-                    "stat",
-                    vec![out(255, denied), out(0, "1,msec,cpu-clock,1,100.00,,\n")],
-                ),
-                ("perf_event_paranoid", vec![out(0, "")]),
-            ]),
+        let writable = ScriptedShellMock {
+            answers: HashMap::from([("stat", vec![out(255, denied)])]),
             calls: Mutex::new(vec![]),
         };
-        let writable = ContainerFacts {
+        let facts = ContainerFacts {
             sysctl_writable: true,
             ..Default::default()
         };
-        let access = check_access(&shell, &perf_tool(), &writable, 7)
-            .await
-            .unwrap();
-        assert!(access.notes.iter().any(|n| n.contains("lowered")));
+        assert!(matches!(
+            check_access(&writable, &perf_tool(), &facts, 7).await,
+            Err(Error::PerfDenied { .. })
+        ));
+        assert!(!writable
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|c| c.contains("/proc/sys")));
 
         let read_only = ScriptedShellMock {
             answers: HashMap::from([("stat", vec![out(255, denied)])]),

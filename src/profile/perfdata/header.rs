@@ -233,12 +233,24 @@ impl Layout {
     }
 }
 
+/// `size` bytes at `offset`, refused when they would reach past the end of the file (a
+/// hostile header must not size an allocation).
 pub(super) fn read_at(file: &mut File, offset: u64, size: u64) -> io::Result<Vec<u8>> {
+    let len = file.metadata()?.len();
+    if offset.checked_add(size).is_none_or(|end| end > len) {
+        return Err(invalid(format!(
+            "a section of {size} bytes at offset {offset} reaches past the end of the file ({len} bytes)"
+        )));
+    }
     file.seek(SeekFrom::Start(offset))?;
     let mut buf = vec![0u8; size as usize];
     file.read_exact(&mut buf)?;
     Ok(buf)
 }
+
+/// The sizes an attribute entry can have: perf_event_attr (64 bytes in its first version,
+/// a few hundred today) plus the 16-byte ids section.
+const ATTR_ENTRY_SIZES: std::ops::RangeInclusive<u64> = 80..=4096;
 
 pub(super) fn parse_attr(bytes: &[u8]) -> io::Result<Attr> {
     let mut c = Cursor::new(bytes);
@@ -277,6 +289,13 @@ pub(super) fn read_layout(file: &mut File) -> io::Result<(Layout, u64, u64)> {
     if attr_size == 0 {
         return Err(invalid("no event attributes"));
     }
+    if !ATTR_ENTRY_SIZES.contains(&attr_size) {
+        return Err(invalid(format!(
+            "attribute size {attr_size} is not one perf writes ({} to {} bytes)",
+            ATTR_ENTRY_SIZES.start(),
+            ATTR_ENTRY_SIZES.end()
+        )));
+    }
     let table = read_at(file, attrs_off, attrs_size)?;
     for (index, entry) in table.chunks_exact(attr_size as usize).enumerate() {
         let attr = parse_attr(entry)?;
@@ -296,7 +315,10 @@ pub(super) fn read_layout(file: &mut File) -> io::Result<(Layout, u64, u64)> {
     let set: Vec<usize> = (0..256)
         .filter(|bit| features[bit / 64] & (1u64 << (bit % 64)) != 0)
         .collect();
-    let sections = read_at(file, data_off + data_size, set.len() as u64 * 16).unwrap_or_default();
+    let sections_at = data_off
+        .checked_add(data_size)
+        .ok_or_else(|| invalid("data section offset and size overflow"))?;
+    let sections = read_at(file, sections_at, set.len() as u64 * 16).unwrap_or_default();
     let mut tracepoints = HashMap::new();
     for (i, bit) in set.iter().enumerate() {
         let Some(off) = le_u64(&sections, i * 16) else {

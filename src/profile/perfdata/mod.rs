@@ -233,6 +233,12 @@ where
 {
     let mut file = File::open(path)?;
     let (layout, data_off, data_size) = read_layout(&mut file)?;
+    let len = file.metadata()?.len();
+    if data_off > len {
+        return Err(invalid(format!(
+            "the data section starts at {data_off}, past the end of the file ({len} bytes)"
+        )));
+    }
     file.seek(SeekFrom::Start(data_off))?;
     let mut reader = BufReader::with_capacity(1 << 20, file.take(data_size));
 
@@ -290,6 +296,10 @@ where
     Ok(state.count)
 }
 
+/// Most decompressed bytes held at once: perf compresses one ring-buffer read per record
+/// (megabytes), so far more than this is a hostile file, not a capture.
+const MAX_INFLATED: usize = 256 << 20;
+
 fn inflate(
     decoder: &mut zstd::stream::raw::Decoder<'static>,
     input: &[u8],
@@ -298,11 +308,26 @@ fn inflate(
     use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
     let mut src = InBuffer::around(input);
     let mut chunk = vec![0u8; 256 * 1024];
+    let room = |out: &Vec<u8>, more: usize| {
+        if out.len().saturating_add(more) > MAX_INFLATED {
+            Err(invalid(format!(
+                "a compressed record inflates past {} MiB",
+                MAX_INFLATED >> 20
+            )))
+        } else {
+            Ok(())
+        }
+    };
     while src.pos < input.len() {
+        let before = src.pos;
         let mut dst = OutBuffer::around(&mut chunk[..]);
         decoder.run(&mut src, &mut dst)?;
         let written = dst.pos();
+        room(out, written)?;
         out.extend_from_slice(&chunk[..written]);
+        if written == 0 && src.pos == before {
+            return Err(invalid("a compressed record makes no progress"));
+        }
     }
     // Drain what the decoder still holds.
     loop {
@@ -313,6 +338,7 @@ fn inflate(
         if written == 0 {
             break;
         }
+        room(out, written)?;
         out.extend_from_slice(&chunk[..written]);
     }
     Ok(())
@@ -452,6 +478,29 @@ mod tests {
         let mut raw = vec![0u8; 24];
         raw[16..24].copy_from_slice(&(-11i64).to_le_bytes());
         assert_eq!(tp.int(&raw, "ret"), Some(-11));
+    }
+
+    /// A perf.data header whose attribute size is 2^48, as a hostile file would carry.
+    fn header_with_attr_size(attr_size: u64) -> Vec<u8> {
+        let mut h = b"PERFILE2".to_vec();
+        for v in [104u64, attr_size, 104, 1 << 20, 104, 0, 0, 0, 0, 0, 0, 0] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        h.resize(104 + 64, 0);
+        h
+    }
+
+    #[test]
+    fn a_2_pow_48_attribute_size_is_an_error_not_an_allocation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hostile.data");
+        std::fs::write(&path, header_with_attr_size(1 << 48)).unwrap();
+        let err = for_each_record(&path, |_| {}).unwrap_err();
+        assert!(err.to_string().contains("attribute size"), "{err}");
+        // A plausible size whose table reaches past the end of the file.
+        std::fs::write(&path, header_with_attr_size(136)).unwrap();
+        let err = for_each_record(&path, |_| {}).unwrap_err();
+        assert!(err.to_string().contains("past the end"), "{err}");
     }
 
     #[test]

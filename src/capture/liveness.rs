@@ -1,0 +1,122 @@
+//! Watching the target while a capture runs. A container that stops takes perf with it
+//! (in exec mode perf runs inside it; a sidecar shares its pid namespace), and a Docker
+//! exec stream into a container that went away may never end; so every phase that waits
+//! on the target also waits on this watch, and a stopped target ends the wait with a
+//! message that says so, never with a guess about privileges.
+
+use crate::docker::target::ContainerInfo;
+use crate::docker::{ContainerShell, Docker, Shell};
+use crate::error::Error;
+use std::time::{Duration, Instant};
+
+/// How often the container's state is asked for.
+const POLL: Duration = Duration::from_secs(1);
+/// Longest one liveness check of the process may take (an exec into a dying container
+/// may hang).
+const CHECK_LIMIT: Duration = Duration::from_secs(3);
+/// How long the engine may take to report a container stopped after its processes died.
+const SETTLE: Duration = Duration::from_secs(3);
+
+/// How the target stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    /// The container stopped or was removed: everything in it, perf included, is gone.
+    Container {
+        exit_code: Option<i64>,
+        at: Duration,
+    },
+    /// The process exited while its container runs on: what perf recorded can be kept.
+    Process { at: Duration },
+}
+
+/// The target container and process, watched through the Docker API and `shell` (the
+/// container itself, or the sidecar that shares its pid namespace).
+pub struct Watch {
+    docker: Docker,
+    container: ContainerInfo,
+    shell: Shell,
+    pid: u32,
+}
+
+impl Watch {
+    pub fn new(container: &ContainerInfo, shell: &Shell, pid: u32) -> Self {
+        Watch {
+            docker: shell.docker().clone(),
+            container: container.clone(),
+            shell: shell.clone(),
+            pid,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// `Some` when the container is not running now. Errors of the API itself count as
+    /// running: the deadlines still bound the wait.
+    pub async fn container_stopped(&self, started: Instant) -> Option<Stop> {
+        match tokio::time::timeout(CHECK_LIMIT, self.docker.container_state(&self.container.id))
+            .await
+        {
+            Ok(Ok(state)) if !state.running => Some(Stop::Container {
+                exit_code: state.exit_code,
+                at: started.elapsed(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether the process still exists (unknown counts as alive).
+    pub async fn process_alive(&self) -> bool {
+        let dir = format!("/proc/{}", self.pid);
+        match tokio::time::timeout(CHECK_LIMIT, self.shell.run(&["test", "-d", &dir])).await {
+            Ok(Ok(out)) => out.exit_code != Some(1),
+            _ => true,
+        }
+    }
+
+    /// Waits until the container stops, or (with `process`) the process exits.
+    pub async fn until_stopped(&self, started: Instant, process: bool) -> Stop {
+        let mut polls = 0u64;
+        loop {
+            tokio::time::sleep(POLL).await;
+            if let Some(stop) = self.container_stopped(started).await {
+                return stop;
+            }
+            polls += 1;
+            if process && polls % 2 == 0 && !self.process_alive().await {
+                // The container may have stopped between the two questions.
+                return self
+                    .container_stopped(started)
+                    .await
+                    .unwrap_or(Stop::Process {
+                        at: started.elapsed(),
+                    });
+            }
+        }
+    }
+
+    /// After a command in the target ended badly: whether it was because the container
+    /// stopped (the engine reports that a moment after the processes died).
+    pub async fn settle(&self, started: Instant) -> Option<Stop> {
+        let until = Instant::now() + SETTLE;
+        loop {
+            if let Some(stop) = self.container_stopped(started).await {
+                return Some(stop);
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The error for a container that stopped.
+    pub fn stopped_error(&self, exit_code: Option<i64>, at: Duration) -> Error {
+        Error::TargetStopped {
+            container: self.container.name.clone(),
+            exit_code,
+            at_secs: at.as_secs(),
+        }
+    }
+}

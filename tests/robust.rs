@@ -1,0 +1,407 @@
+//! devprof under hostile conditions, against the real engine: a target killed in the
+//! middle of a capture, host sysctls that must stay as they were, sidecars of running
+//! captures. Every container here is the test's own, made from the demo node image.
+
+mod common;
+
+use common::*;
+use predicates::prelude::*;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A demo node with demo-seq's rights (compose/demo.yml), busy hashing.
+fn start_node(prefix: &str, extra: &[&str], cmd: &[&str]) -> ContainerGuard {
+    let name = unique(&format!("devprof-test-robust-{prefix}"));
+    let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
+    args.extend(["--cap-add", "SYSLOG", "-e", "DEMO_WORKLOADS=hash_chain:60"]);
+    args.extend_from_slice(extra);
+    let guard = run_container(&name, &args, &demo_image(), cmd);
+    std::thread::sleep(Duration::from_secs(1));
+    guard
+}
+
+fn spawn_devprof(cwd: &std::path::Path, args: &[&str]) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin("devprof"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("DEVPROF_TARGET")
+        .env_remove("DEVPROF_OUTPUT_DIR")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("devprof binary")
+}
+
+/// Waits (bounded) until a `perf record` runs in the container's pid namespace, which
+/// a sidecar shares.
+fn wait_for_perf_record(container: &str) {
+    let started = Instant::now();
+    while !container_processes(container).contains("perf record") {
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "no perf record appeared in {container}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn target_killed_mid_capture(mode: &str) {
+    let node = start_node(&format!("kill-{mode}"), &["--init"], &[]);
+    let id = docker_ok(&["inspect", "-f", "{{.Id}}", &node.0]);
+    let cwd = workdir();
+    let mut child = spawn_devprof(cwd.path(), &["cpu", &node.0, "40", "--mode", mode]);
+    wait_for_perf_record(&node.0);
+    std::thread::sleep(Duration::from_secs(5));
+    docker_ok(&["kill", &node.0]);
+    let killed = Instant::now();
+    // A liveness bound (devprof must not hang), not a speed assertion.
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if killed.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            panic!("devprof ({mode} mode) still running 15 s after its target was killed");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(status.code(), Some(4), "{mode}: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{} stopped during the capture (exit code 137, at T+",
+            node.0
+        )),
+        "{mode}: {stderr}"
+    );
+    let error = &stderr[stderr.find("error:").unwrap_or(0)..];
+    assert!(
+        !error.contains("may not record") && !error.contains("missing:"),
+        "{mode}: a privilege diagnosis for a stopped target: {stderr}"
+    );
+    assert!(
+        sidecars_of_id(&id).is_empty(),
+        "{mode}: sidecar left behind: {:?}",
+        sidecars_of_id(&id)
+    );
+    assert!(
+        files_under(cwd.path()).is_empty(),
+        "{mode}: files written: {:?}",
+        files_under(cwd.path())
+    );
+}
+
+#[test]
+fn target_killed_mid_capture_in_exec_mode_ends_with_its_name() {
+    if !devnet_ready("target_killed_mid_capture_in_exec_mode_ends_with_its_name") {
+        return;
+    }
+    target_killed_mid_capture("exec");
+}
+
+#[test]
+fn target_killed_mid_capture_in_sidecar_mode_ends_with_its_name() {
+    if !devnet_ready("target_killed_mid_capture_in_sidecar_mode_ends_with_its_name") {
+        return;
+    }
+    target_killed_mid_capture("sidecar");
+}
+
+#[test]
+fn a_process_that_exits_mid_capture_still_gets_its_flamegraph() {
+    if !devnet_ready("a_process_that_exits_mid_capture_still_gets_its_flamegraph") {
+        return;
+    }
+    // The node is a child of a shell that outlives it: the container runs on.
+    let node = start_node(
+        "exit",
+        &["--init"],
+        &["sh", "-c", "timeout 15 demo-node; sleep 3600"],
+    );
+    let cwd = workdir();
+    let started = Instant::now();
+    devprof(cwd.path())
+        .args([
+            "cpu",
+            &node.0,
+            "40",
+            "--mode",
+            "exec",
+            "--process",
+            "^demo-node",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("exited at T+"));
+    assert!(
+        started.elapsed() < Duration::from_secs(35),
+        "devprof waited for the whole window after the process exited"
+    );
+    let stem = only_capture(cwd.path(), &node.0, "perf-");
+    let svg = std::fs::read_to_string(with_ext(&stem, "svg")).unwrap();
+    assert!(svg.contains("hash_chain"));
+}
+
+/// The host's perf sysctls, read on the host.
+fn host_sysctls() -> (String, String) {
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    (read("perf_event_paranoid"), read("kptr_restrict"))
+}
+
+/// Replaces every perf in the container with one whose trial is refused while the
+/// host's perf_event_paranoid is above -1, as a kernel that demands it would; the real
+/// perf does the rest.
+const DEMANDING_PERF: &str = r#"
+set -e
+real=$(ls /usr/bin/perf_[0-9]* | head -n1)
+mv "$real" /usr/bin/real-perf
+cat > /usr/bin/perf-shim <<'EOS'
+#!/bin/sh
+if [ "$1" = stat ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" != -1 ]; then
+  echo "Error: No permission to enable cpu-clock event." >&2
+  exit 255
+fi
+exec /usr/bin/real-perf "$@"
+EOS
+chmod +x /usr/bin/perf-shim
+cp /usr/bin/perf-shim "$real"
+cp /usr/bin/perf-shim /usr/bin/perf
+"#;
+
+#[test]
+fn a_privileged_container_never_changes_host_sysctls_unless_allowed() {
+    if !devnet_ready("a_privileged_container_never_changes_host_sysctls_unless_allowed") {
+        return;
+    }
+    let before = host_sysctls();
+    assert_ne!(
+        before.0, "-1",
+        "the host's perf_event_paranoid is already -1: nothing to protect"
+    );
+    let name = unique("devprof-test-robust-sysctl");
+    let started = docker(&[
+        "run",
+        "-d",
+        "--name",
+        &name,
+        "--privileged",
+        "-e",
+        "DEMO_WORKLOADS=hash_chain:60",
+        &demo_image(),
+    ]);
+    let node = ContainerGuard(name);
+    if !started.status.success() {
+        // Engines that themselves run with a reduced capability set cannot start one.
+        not_run(
+            "a_privileged_container_never_changes_host_sysctls_unless_allowed",
+            &format!(
+                "this Docker engine cannot start a privileged container: {}",
+                String::from_utf8_lossy(&started.stderr).trim()
+            ),
+        );
+        return;
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    docker_ok(&["exec", &node.0, "sh", "-c", DEMANDING_PERF]);
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", &node.0, "2", "--mode", "exec"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("--allow-sysctl"));
+    assert_eq!(
+        host_sysctls(),
+        before,
+        "host sysctls changed without --allow-sysctl"
+    );
+    assert!(files_under(cwd.path()).is_empty());
+
+    // Allowed: lowered for the capture, and restored when it ends.
+    devprof(cwd.path())
+        .args(["cpu", &node.0, "2", "--mode", "exec", "--allow-sysctl"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "lowered the host's kernel.perf_event_paranoid",
+        ));
+    assert_eq!(
+        host_sysctls(),
+        before,
+        "host sysctls not restored after the capture"
+    );
+}
+
+#[test]
+fn clean_containers_keeps_the_sidecar_of_a_running_capture() {
+    if !devnet_ready("clean_containers_keeps_the_sidecar_of_a_running_capture") {
+        return;
+    }
+    let node = start_node("clean", &["--init"], &[]);
+    let id = docker_ok(&["inspect", "-f", "{{.Id}}", &node.0]);
+    // A leftover of a devprof that died on this host (pid 0 is never a devprof).
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let leftover = unique("devprof-test-robust-leftover");
+    let _leftover_guard = run_container(
+        &leftover,
+        &[
+            "--label",
+            "devprof.sidecar=leftover-test",
+            "--label",
+            &format!("devprof.creator.host={}", host.trim()),
+            "--label",
+            "devprof.creator.pid=0",
+            "--label",
+            "devprof.expires=99999999999",
+        ],
+        &base_image(),
+        &["sleep", "300"],
+    );
+    let cwd = workdir();
+    let mut child = spawn_devprof(cwd.path(), &["cpu", &node.0, "30", "--mode", "sidecar"]);
+    wait_for_perf_record(&node.0);
+    let running = sidecars_of_id(&id);
+    assert_eq!(running.len(), 1, "{running:?}");
+    let out = devprof(cwd.path())
+        .args(["clean", "--containers"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "removed sidecar {leftover}"
+        )))
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(
+        sidecars_of_id(&id),
+        running,
+        "the running capture's sidecar was removed: {}",
+        String::from_utf8_lossy(&out)
+    );
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "the capture failed after clean: {status:?}"
+    );
+}
+
+/// Captures `node` briefly in exec mode (with `extra` arguments) and returns the
+/// manifest's process record.
+fn chosen_process(node: &str, extra: &[&str]) -> serde_json::Value {
+    let cwd = workdir();
+    let mut args = vec!["cpu", node, "2", "--mode", "exec"];
+    args.extend_from_slice(extra);
+    devprof(cwd.path()).args(&args).assert().success();
+    read_manifest(&only_capture(cwd.path(), node, "perf-"))["process"].clone()
+}
+
+#[test]
+fn the_busy_side_of_a_pipeline_is_chosen_and_process_names_beat_wrappers() {
+    if !devnet_ready("the_busy_side_of_a_pipeline_is_chosen_and_process_names_beat_wrappers") {
+        return;
+    }
+    for pipeline in ["demo-node | cat", "tail -f /dev/null | demo-node"] {
+        let node = start_node("pipe", &[], &["sh", "-c", pipeline]);
+        let process = chosen_process(&node.0, &[]);
+        assert_eq!(process["comm"], "demo-node", "{pipeline}: {process}");
+        // A word of the wrapper's command line picks the program, not the wrapper.
+        let process = chosen_process(&node.0, &["--process", "demo"]);
+        assert_eq!(process["comm"], "demo-node", "{pipeline}: {process}");
+    }
+}
+
+/// A heap capture as devprof writes it, `days_ago` old, listing its own files and the
+/// jemalloc dump `dump` (kept under its original name and reused by later captures).
+fn heap_capture(dir: &std::path::Path, days_ago: i64, dump: &str) -> Vec<std::path::PathBuf> {
+    use devprof::store::{FileRecord, Manifest, Stem};
+    let created = chrono::Local::now() - chrono::Duration::days(days_ago);
+    let stem = Stem::reserve(dir, "heap", created).unwrap();
+    let mut files = vec![];
+    let mut records = vec![];
+    for ext in ["folded", "svg", "txt"] {
+        std::fs::write(stem.path(ext), format!("{ext} of {days_ago}")).unwrap();
+        records.push(FileRecord {
+            name: stem.file_name(ext),
+            bytes: 4,
+        });
+        files.push(stem.path(ext));
+    }
+    records.push(FileRecord {
+        name: dump.into(),
+        bytes: 4,
+    });
+    let mut manifest = Manifest {
+        kind: "heap".into(),
+        created: created.to_rfc3339(),
+        files: records,
+        ..Default::default()
+    };
+    manifest.container.name = "demo-seq".into();
+    files.push(manifest.write(&stem).unwrap());
+    files
+}
+
+#[test]
+fn clean_keeps_a_dump_a_kept_manifest_lists_and_reclaims_killed_captures() {
+    let cwd = workdir();
+    let dir = cwd.path().join("profiling").join("demo-seq");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dump = "jeprof.demo-seq.7.0.u0.heap";
+    std::fs::write(dir.join(dump), "heap_v2/131072\n").unwrap();
+    let old = heap_capture(&dir, 30, dump);
+    let new = heap_capture(&dir, 1, dump);
+    // A capture killed before its manifest: the reservation and a raw file, 10 days old;
+    // and one running now (fresh files), which must stay.
+    let killed = devprof::store::Stem::reserve(&dir, "perf", chrono::Local::now()).unwrap();
+    std::fs::write(killed.path("data"), "partial").unwrap();
+    for ext in ["json", "data"] {
+        let path = killed.path(ext);
+        touch_10_days_ago(&path);
+    }
+    let running = devprof::store::Stem::reserve(&dir, "offcpu", chrono::Local::now()).unwrap();
+    std::fs::write(running.path("data"), "recording").unwrap();
+
+    devprof(cwd.path())
+        .args(["clean", "--older", "7d"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("still listed by"))
+        .stdout(predicate::str::contains(
+            "leftovers of 1 interrupted capture",
+        ));
+    assert!(dir.join(dump).is_file(), "the shared dump was removed");
+    assert!(old.iter().all(|p| !p.exists()), "the old capture stayed");
+    assert!(
+        new.iter().all(|p| p.is_file()),
+        "the new capture lost files"
+    );
+    assert!(!killed.path("json").exists() && !killed.path("data").exists());
+    assert!(running.path("json").is_file() && running.path("data").is_file());
+
+    // Once no kept manifest lists it, the dump goes with the last capture.
+    devprof(cwd.path())
+        .args(["clean", "--older", "0s"])
+        .assert()
+        .success();
+    assert!(!dir.join(dump).exists(), "the dump outlived every manifest");
+}
+
+/// Sets a file's modification time to 10 days ago (with touch(1), as a user would).
+fn touch_10_days_ago(path: &std::path::Path) {
+    let ok = Command::new("touch")
+        .args(["-d", "10 days ago"])
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "touch {}", path.display());
+}
