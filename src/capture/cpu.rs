@@ -8,11 +8,13 @@ use super::{find_target, locate, Located, Target};
 use crate::engines::perf::PerfEngine;
 use crate::engines::{CollectJob, Collected, Engine, RecordCommand, RecordJob};
 use crate::error::{Error, Result};
+use crate::profile::filter::{Preset, StackFilter};
+use crate::profile::stacks;
 use crate::render::{write_folded_file, write_svg_file, SvgSpec};
-use crate::runtime::Runtime;
-use crate::settings::{CpuSettings, EngineChoice};
+use crate::runtime::{node_perf_map, PerfMap, Runtime, NODE_PERF_MAP_FIX};
+use crate::settings::{CallGraph, CpuSettings, EngineChoice};
 use crate::signals::Interrupts;
-use crate::store::{self, Manifest, Stem};
+use crate::store::{self, GraphRecord, Manifest, Stem};
 use crate::units::{human_duration, thousands};
 use chrono::Local;
 use std::collections::BTreeMap;
@@ -23,6 +25,10 @@ use std::time::Instant;
 pub const LOW_SAMPLE_WARNING: u64 = 1000;
 /// Above this share of unnamed frames the flamegraph is mostly hex.
 pub const UNSYMBOLIZED_WARNING: f64 = 0.5;
+
+/// The Node-preset view's files, next to the unfiltered `.folded` and `.svg`.
+pub const NODE_FOLDED: &str = "node-preset.folded";
+pub const NODE_SVG: &str = "node-preset.svg";
 
 /// What a finished capture produced.
 #[derive(Debug)]
@@ -175,7 +181,8 @@ async fn record_and_analyse<E: Engine>(
     for (step, ms) in &collected.timings_ms {
         timings.insert(step.to_string(), *ms);
     }
-    let folded = collected.folded;
+    // Leading runs of [unknown] frames become one root, so the graph stays readable.
+    let (folded, mut health) = stacks::repair(&collected.folded);
 
     let samples = folded.total();
     if samples == 0 {
@@ -213,6 +220,32 @@ async fn record_and_analyse<E: Engine>(
         )),
     );
     write_svg_file(&folded, &spec, &stem.path("svg"))?;
+    let mut extensions: Vec<&str> = collected.raw_files.clone();
+    extensions.extend(["folded", "svg"]);
+    manifest.graphs.push(GraphRecord {
+        svg: stem.file_name("svg"),
+        folded: stem.file_name("folded"),
+        view: "unfiltered".into(),
+    });
+    if target.runtime == Runtime::Node {
+        // Node users read both: the whole stacks, and the JavaScript left once the
+        // runtime's own frames are dropped.
+        let filter = StackFilter {
+            preset: Some(Preset::Node),
+            ..Default::default()
+        };
+        let filtered = filter.apply(&folded);
+        write_folded_file(&filtered, &stem.path(NODE_FOLDED))?;
+        let mut spec = spec.clone();
+        spec.title = format!("{} — filtered: preset node (JavaScript only)", spec.title);
+        write_svg_file(&filtered, &spec, &stem.path(NODE_SVG))?;
+        extensions.extend([NODE_FOLDED, NODE_SVG]);
+        manifest.graphs.push(GraphRecord {
+            svg: stem.file_name(NODE_SVG),
+            folded: stem.file_name(NODE_FOLDED),
+            view: "preset node (runtime frames dropped, JavaScript kept)".into(),
+        });
+    }
     timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
 
     let unsymbolized = folded.unsymbolized_share();
@@ -223,8 +256,6 @@ async fn record_and_analyse<E: Engine>(
     manifest.top_functions = folded.top_self(10);
     manifest.timings_ms = timings;
 
-    let mut extensions: Vec<&str> = collected.raw_files.clone();
-    extensions.extend(["folded", "svg"]);
     let mut files = manifest.record_stem_files(&stem, &extensions);
 
     let mut warnings = Vec::new();
@@ -240,6 +271,29 @@ async fn record_and_analyse<E: Engine>(
              or record with --call-graph dwarf.",
             unsymbolized * 100.0
         ));
+    }
+    if health.broken_share > stacks::BROKEN_WARNING {
+        let (why, fix) = stacks::broken_advice(
+            target.runtime.name(),
+            settings.call_graph == CallGraph::Dwarf,
+        );
+        warnings.push(format!(
+            "{:.0}% of samples have a broken stack (it does not reach the thread's entry point): {why}. Fix: {fix}.",
+            health.broken_share * 100.0
+        ));
+        health.why = Some(why);
+        health.fix = Some(fix);
+    }
+    manifest.stacks = Some(health);
+    if target.runtime == Runtime::Node {
+        let map = node_perf_map(&target.process.cmdline, &target.process_facts);
+        manifest.perf_map = Some(map.describe().to_string());
+        if map != PerfMap::Written {
+            warnings.push(format!(
+                "V8 perf map {}: JavaScript functions show as [unknown] or as addresses. To get their names, {NODE_PERF_MAP_FIX}.",
+                map.describe()
+            ));
+        }
     }
     if let Some(lost) = manifest.lost_chunks.filter(|l| *l > 0) {
         warnings.push(format!(
