@@ -6,15 +6,17 @@ use super::manifest::{manifest_for, subtitle, ManifestBase, Sampling};
 use super::session::{cleanup_workdir, make_workdir, record, Window};
 use super::{find_target, locate, Located, Target};
 use crate::engines::perf::PerfEngine;
+use crate::engines::pyspy::PySpyEngine;
 use crate::engines::{CollectJob, Collected, Engine, RecordCommand, RecordJob};
 use crate::error::{Error, Result};
 use crate::profile::filter::{Preset, StackFilter};
 use crate::profile::stacks;
 use crate::render::{write_folded_file, write_svg_file, SvgSpec};
-use crate::runtime::{node_perf_map, PerfMap, Runtime, NODE_PERF_MAP_FIX};
+use crate::runtime::{node_perf_map, python_perf_trampolines, PerfMap, Runtime, NODE_PERF_MAP_FIX};
 use crate::settings::{CallGraph, CpuSettings, EngineChoice};
 use crate::signals::Interrupts;
 use crate::store::{self, GraphRecord, Manifest, Stem};
+use crate::text::first_line;
 use crate::units::{human_duration, thousands};
 use chrono::Local;
 use std::collections::BTreeMap;
@@ -43,6 +45,38 @@ pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Res
     let located = locate(&settings.target, &settings.process).await?;
     match choose_engine(settings.engine, located.runtime) {
         EngineKind::Perf => run_with(&PerfEngine, located, settings, interrupts).await,
+        EngineKind::PySpy => {
+            let engine = PySpyEngine {
+                native: settings.python.native,
+                idle: settings.python.idle,
+                gil: settings.python.gil,
+            };
+            let trampolines =
+                python_perf_trampolines(&located.process.cmdline, &located.process_facts);
+            match run_with(&engine, located, settings, interrupts).await {
+                // Python 3.12+ with perf trampolines names its frames for perf too.
+                Err(e) if settings.engine == EngineChoice::Auto && trampolines && no_py_spy(&e) => {
+                    eprintln!(
+                        "note: {}; the process runs with Python's perf trampolines (-X perf / PYTHONPERFSUPPORT), recording with perf instead",
+                        first_line(&e.to_string())
+                    );
+                    let located = locate(&settings.target, &settings.process).await?;
+                    run_with(&PerfEngine, located, settings, interrupts).await
+                }
+                other => other,
+            }
+        }
+    }
+}
+
+/// Whether an error says py-spy is nowhere to be run (neither in the target nor beside it).
+fn no_py_spy(e: &Error) -> bool {
+    match e {
+        Error::ToolMissing { .. } | Error::ProfilerImageMissing { .. } => true,
+        Error::PerfFailed { step, detail, .. } => {
+            step == "profiler sidecar" && detail.contains("py-spy")
+        }
+        _ => false,
     }
 }
 
@@ -50,12 +84,15 @@ pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Res
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EngineKind {
     Perf,
+    PySpy,
 }
 
-/// The engine `choice` means for a process of `runtime`.
-fn choose_engine(choice: EngineChoice, _runtime: Runtime) -> EngineKind {
-    match choice {
-        EngineChoice::Auto | EngineChoice::Perf => EngineKind::Perf,
+/// The engine `choice` means for a process of `runtime`: py-spy for Python (perf sees
+/// only the interpreter's C frames), perf for everything else.
+fn choose_engine(choice: EngineChoice, runtime: Runtime) -> EngineKind {
+    match (choice, runtime) {
+        (EngineChoice::Auto, Runtime::Python) | (EngineChoice::PySpy, _) => EngineKind::PySpy,
+        (EngineChoice::Auto | EngineChoice::Perf, _) => EngineKind::Perf,
     }
 }
 
@@ -274,6 +311,7 @@ async fn record_and_analyse<E: Engine>(
     }
     if health.broken_share > stacks::BROKEN_WARNING {
         let (why, fix) = stacks::broken_advice(
+            engine.name(),
             target.runtime.name(),
             settings.call_graph == CallGraph::Dwarf,
         );
@@ -310,4 +348,29 @@ async fn record_and_analyse<E: Engine>(
         files,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_goes_to_py_spy_unless_perf_is_asked_for() {
+        assert_eq!(
+            choose_engine(EngineChoice::Auto, Runtime::Python),
+            EngineKind::PySpy
+        );
+        assert_eq!(
+            choose_engine(EngineChoice::Perf, Runtime::Python),
+            EngineKind::Perf
+        );
+        assert_eq!(
+            choose_engine(EngineChoice::Auto, Runtime::Node),
+            EngineKind::Perf
+        );
+        assert_eq!(
+            choose_engine(EngineChoice::PySpy, Runtime::Native),
+            EngineKind::PySpy
+        );
+    }
 }

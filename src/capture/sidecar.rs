@@ -172,6 +172,13 @@ async fn try_tier<E: Engine>(
                     "the profiler image {image} has no working perf; rebuild it with `devprof build`"
                 ),
             },
+            Error::ToolMissing { tool, .. } => Error::PerfFailed {
+                container: container.name.clone(),
+                step: "profiler sidecar".into(),
+                detail: format!(
+                    "the profiler image {image} has no {tool}; rebuild it (scripts/runtime-images.sh builds it with py-spy)"
+                ),
+            },
             other => other,
         })?;
     Ok((facts, process, ready))

@@ -9,6 +9,7 @@
 //! recipe picks the engine for the target's runtime.
 
 pub mod perf;
+pub mod pyspy;
 
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::ProcInfo;

@@ -76,7 +76,17 @@ pub fn reaches_root(stack: &str) -> bool {
     if f.starts_with('[') && f.ends_with(']') {
         return true;
     }
-    ENTRY_FRAMES.contains(&f)
+    // py-spy walks the interpreter's own frame chain, which is never cut: its outermost
+    // Python frame is where the thread began.
+    if super::pyspy::is_python_frame(f) {
+        return true;
+    }
+    // py-spy's native frames carry their library: `clone (libc.so.6)`.
+    let name = match f.strip_suffix(')').and_then(|g| g.rsplit_once(" (")) {
+        Some((name, _)) => name,
+        None => f,
+    };
+    ENTRY_FRAMES.contains(&name)
 }
 
 /// The stack with its run of leading `[unknown]` frames (after the process root) made
@@ -130,7 +140,15 @@ pub fn repair(folded: &Folded) -> (Folded, StackHealth) {
 pub const BROKEN_WARNING: f64 = 0.10;
 
 /// Why stacks break and what to do, for the summary and manifest.
-pub fn broken_advice(runtime: &str, call_graph_dwarf: bool) -> (String, String) {
+pub fn broken_advice(engine: &str, runtime: &str, call_graph_dwarf: bool) -> (String, String) {
+    if engine == "py-spy" {
+        return (
+            "py-spy's native unwinding (--native) stopped early in code without unwind \
+             information; the Python frames themselves are whole"
+                .to_string(),
+            "read the Python frames, or record without --native".to_string(),
+        );
+    }
     let why = "the frame-pointer unwinder stops at the first function compiled without frame \
                pointers (or walks into unmapped memory, shown as one [unknown] root); "
         .to_string();
@@ -186,6 +204,13 @@ mod tests {
         assert!(!reaches_root("node;epoll_wait;entry_SYSCALL_64"));
         assert!(!reaches_root("python3;0x7f00deadbeef;f"));
         assert!(!reaches_root("python3"));
+        assert!(reaches_root(
+            "hash;Thread._bootstrap (threading.py:981);f (a.py:1)"
+        ));
+        assert!(reaches_root(
+            "hash;clone (libc.so.6);0x7fa7 (libc.so.6);f (a.py:1)"
+        ));
+        assert!(!reaches_root("hash;0x7fa7 (libc.so.6);f (a.py:1)"));
     }
 
     #[test]

@@ -100,6 +100,22 @@ pub fn node_perf_map(cmdline: &str, facts: &ProcessFacts) -> PerfMap {
     }
 }
 
+/// Whether CPython 3.12+ writes perf trampolines for its frames (`-X perf`, or
+/// `PYTHONPERFSUPPORT` set to a non-zero value): perf then names Python functions itself.
+pub fn python_perf_trampolines(cmdline: &str, facts: &ProcessFacts) -> bool {
+    let env_on = facts
+        .env("PYTHONPERFSUPPORT")
+        .is_some_and(|v| !v.trim().is_empty() && v.trim() != "0");
+    let mut args = cmdline.split_whitespace().peekable();
+    let mut flag_on = false;
+    while let Some(arg) = args.next() {
+        if arg == "-Xperf" || (arg == "-X" && args.peek() == Some(&"perf")) {
+            flag_on = true;
+        }
+    }
+    env_on || flag_on
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +162,24 @@ mod tests {
             ),
             PerfMap::Missing
         );
+    }
+
+    #[test]
+    fn python_perf_trampolines_from_the_flag_or_the_environment() {
+        let env = |v: &str| ProcessFacts {
+            env: vec![("PYTHONPERFSUPPORT".to_string(), v.to_string())],
+            ..Default::default()
+        };
+        let none = ProcessFacts::default();
+        assert!(python_perf_trampolines("python3.12 -X perf app.py", &none));
+        assert!(python_perf_trampolines("python3.12 -Xperf app.py", &none));
+        assert!(python_perf_trampolines("python3 app.py", &env("1")));
+        assert!(!python_perf_trampolines("python3 app.py", &env("0")));
+        assert!(!python_perf_trampolines(
+            "python3 -X dev app.py perf",
+            &none
+        ));
+        assert!(!python_perf_trampolines("python3 app.py", &none));
     }
 
     #[test]
