@@ -301,7 +301,10 @@ async fn record_and_analyse<E: Engine>(
             "only {samples} samples: the target was mostly idle. Put load on it while recording, record longer, or raise --frequency."
         ));
     }
-    if unsymbolized > UNSYMBOLIZED_WARNING {
+    let node_map = (target.runtime == Runtime::Node)
+        .then(|| node_perf_map(&target.process.cmdline, &target.process_facts));
+    // Without its perf map a Node profile is unnamed for that reason, said below.
+    if unsymbolized > UNSYMBOLIZED_WARNING && node_map.is_none_or(|m| m == PerfMap::Written) {
         warnings.push(format!(
             "{:.0}% of frames are unsymbolized: the binary lacks symbols/debuginfo or frame pointers. \
              Build with debug info and `-C force-frame-pointers=yes` (or `devprof build`), don't strip it, \
@@ -323,8 +326,7 @@ async fn record_and_analyse<E: Engine>(
         health.fix = Some(fix);
     }
     manifest.stacks = Some(health);
-    if target.runtime == Runtime::Node {
-        let map = node_perf_map(&target.process.cmdline, &target.process_facts);
+    if let Some(map) = node_map {
         manifest.perf_map = Some(map.describe().to_string());
         if map != PerfMap::Written {
             warnings.push(format!(
