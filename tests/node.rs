@@ -10,18 +10,6 @@ use std::path::Path;
 
 const DEMO_JS: &str = "demo-js";
 
-fn demo_js_ready(test: &str) -> bool {
-    if !devnet_ready(test) {
-        return false;
-    }
-    let running = docker(&["inspect", "-f", "{{.State.Running}}", DEMO_JS]);
-    assert!(
-        String::from_utf8_lossy(&running.stdout).trim() == "true",
-        "{test}: the demo devnet is up but {DEMO_JS} is not running"
-    );
-    true
-}
-
 fn js_image() -> String {
     std::env::var("DEVPROF_DEMO_JS_IMAGE").unwrap_or_else(|_| "devprof-demo-js:latest".to_string())
 }
@@ -98,7 +86,10 @@ fn profile_demo_js(mode: &str) {
 
 #[test]
 fn demo_js_in_exec_mode_names_javascript_in_both_graphs() {
-    if !demo_js_ready("demo_js_in_exec_mode_names_javascript_in_both_graphs") {
+    if !demo_container_ready(
+        "demo_js_in_exec_mode_names_javascript_in_both_graphs",
+        DEMO_JS,
+    ) {
         return;
     }
     profile_demo_js("exec");
@@ -106,7 +97,10 @@ fn demo_js_in_exec_mode_names_javascript_in_both_graphs() {
 
 #[test]
 fn demo_js_in_sidecar_mode_names_javascript_in_both_graphs() {
-    if !demo_js_ready("demo_js_in_sidecar_mode_names_javascript_in_both_graphs") {
+    if !demo_container_ready(
+        "demo_js_in_sidecar_mode_names_javascript_in_both_graphs",
+        DEMO_JS,
+    ) {
         return;
     }
     profile_demo_js("sidecar");
@@ -114,7 +108,10 @@ fn demo_js_in_sidecar_mode_names_javascript_in_both_graphs() {
 
 #[test]
 fn node_without_the_perf_map_flag_is_captured_and_told_how() {
-    if !demo_js_ready("node_without_the_perf_map_flag_is_captured_and_told_how") {
+    if !demo_container_ready(
+        "node_without_the_perf_map_flag_is_captured_and_told_how",
+        DEMO_JS,
+    ) {
         return;
     }
     let name = unique("devprof-test-nodepy-noflag");

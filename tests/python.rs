@@ -10,26 +10,13 @@ use predicates::prelude::*;
 
 const DEMO_PY: &str = "demo-py";
 
-/// The devnet, and demo-py in it.
-fn demo_py_ready(test: &str) -> bool {
-    if !devnet_ready(test) {
-        return false;
-    }
-    let running = docker(&["inspect", "-f", "{{.State.Running}}", DEMO_PY]);
-    assert!(
-        String::from_utf8_lossy(&running.stdout).trim() == "true",
-        "{test}: the demo devnet is up but {DEMO_PY} is not running"
-    );
-    true
-}
-
 fn folded_of(stem: &std::path::Path) -> Folded {
     Folded::from_folded_text(&std::fs::read_to_string(with_ext(stem, "folded")).unwrap())
 }
 
 #[test]
 fn demo_py_is_profiled_with_py_spy_and_python_names() {
-    if !demo_py_ready("demo_py_is_profiled_with_py_spy_and_python_names") {
+    if !demo_container_ready("demo_py_is_profiled_with_py_spy_and_python_names", DEMO_PY) {
         return;
     }
     let cwd = workdir();
@@ -59,7 +46,10 @@ fn demo_py_is_profiled_with_py_spy_and_python_names() {
 
 #[test]
 fn native_frames_appear_under_the_python_function_that_calls_them() {
-    if !demo_py_ready("native_frames_appear_under_the_python_function_that_calls_them") {
+    if !demo_container_ready(
+        "native_frames_appear_under_the_python_function_that_calls_them",
+        DEMO_PY,
+    ) {
         return;
     }
     let cwd = workdir();
@@ -91,7 +81,7 @@ fn native_frames_appear_under_the_python_function_that_calls_them() {
 
 #[test]
 fn exec_mode_without_py_spy_points_at_the_sidecar() {
-    if !demo_py_ready("exec_mode_without_py_spy_points_at_the_sidecar") {
+    if !demo_container_ready("exec_mode_without_py_spy_points_at_the_sidecar", DEMO_PY) {
         return;
     }
     let cwd = workdir();
