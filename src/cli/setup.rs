@@ -167,6 +167,11 @@ pub struct DoctorArgs {
     #[command(flatten)]
     pub process: ProcessArgs,
 
+    /// The path to judge: exec (perf inside the container), sidecar, or auto (exec when
+    /// it works, else the sidecar), as `devprof cpu --mode` would take it.
+    #[command(flatten)]
+    pub placement: super::capture::PlacementArgs,
+
     /// Print the checklist as JSON on stdout.
     #[arg(long)]
     pub json: bool,

@@ -277,6 +277,7 @@ impl ComposeSettings {
 pub struct DoctorSettings {
     pub target: String,
     pub process: ProcessSelector,
+    pub placement: super::Placement,
     pub json: bool,
 }
 
@@ -285,6 +286,7 @@ impl DoctorSettings {
         Ok(DoctorSettings {
             target: target_of(args.target)?,
             process: selector_of(args.process)?,
+            placement: super::placement_of(args.placement)?,
             json: args.json,
         })
     }
