@@ -29,6 +29,9 @@ fn demo_py_is_profiled_with_py_spy_and_python_names() {
     let manifest = read_manifest(&stem);
     assert_eq!(manifest["engine"], "py-spy");
     assert_eq!(manifest["runtime"], "python");
+    // py-spy needs only ptrace: the sidecar gets nothing else.
+    let mode = manifest["capture_mode"].as_str().unwrap();
+    assert!(mode.ends_with("with cap_add SYS_PTRACE"), "{mode}");
     let folded = folded_of(&stem);
     assert!(folded.total() > 100, "only {} samples", folded.total());
     let share = python_named_share(&folded);

@@ -99,6 +99,12 @@ pub trait Engine: Sync {
         process: &'a ProcInfo,
     ) -> impl Future<Output = Result<Self::Ready>> + Send + 'a;
 
+    /// The fewest capabilities a sidecar needs for this engine, tried before the perf
+    /// ladder (None: the engine needs what perf needs).
+    fn sidecar_minimum(&self) -> Option<(&'static [&'static str], &'static str)> {
+        None
+    }
+
     /// The binary that records, for the manifest.
     fn tool(&self, ready: &Self::Ready) -> Tool;
 

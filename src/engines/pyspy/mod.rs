@@ -109,6 +109,13 @@ impl Engine for PySpyEngine {
         })
     }
 
+    fn sidecar_minimum(&self) -> Option<(&'static [&'static str], &'static str)> {
+        Some((
+            &["SYS_PTRACE"],
+            "CAP_SYS_PTRACE (py-spy reads the process's memory; no perf rights needed)",
+        ))
+    }
+
     fn tool(&self, ready: &PySpyReady) -> Tool {
         ready.tool.clone()
     }
