@@ -128,6 +128,11 @@ pub struct ComposeArgs {
     #[arg(long)]
     pub heap: bool,
 
+    /// Node services: add --perf-basic-prof-only-functions to NODE_OPTIONS, so V8 writes
+    /// the perf map that names JavaScript functions.
+    #[arg(long)]
+    pub node: bool,
+
     /// With --heap: one jemalloc sample per 2^N allocated bytes (jemalloc's default 19).
     #[arg(long, value_name = "N", default_value_t = 19)]
     pub lg_prof_sample: u32,
