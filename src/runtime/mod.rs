@@ -57,7 +57,8 @@ pub const NODE_PERF_MAP_FLAGS: &[&str] = &["--perf-basic-prof", "--perf-basic-pr
 /// What to add so that Node writes a perf map, for summaries and doctor.
 pub const NODE_PERF_MAP_FIX: &str = "add `NODE_OPTIONS: \"--perf-basic-prof-only-functions\"` to the service's \
      `environment:` in the compose file (or `--perf-basic-prof-only-functions` to node's command line) \
-     and restart the container; V8 then writes /tmp/perf-<pid>.map, which perf reads for JavaScript names";
+     and restart the container (`devprof compose --node` writes that override); V8 then writes \
+     /tmp/perf-<pid>.map, which perf reads for JavaScript names";
 
 /// Whether a JIT runtime's perf map is there for perf to name its frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,6 +26,14 @@ pub(super) fn runtime_check(
             Some("start it with -XX:+PreserveFramePointer and write /tmp/perf-<pid>.map with a perf map agent (perf-map-agent, async-profiler)".into()),
         ),
         Runtime::Node => match node_perf_map(cmdline, &extras.process) {
+            // Without ptrace rights in the container /proc/<pid>/environ is unreadable.
+            PerfMap::Missing if extras.process.exe.is_empty() => check(
+                "runtime",
+                "runtime",
+                Status::Warn,
+                "Node.js: its environment cannot be read from inside the container (no SYS_PTRACE), so whether NODE_OPTIONS asks for a perf map is unknown; devprof cpu reads it from the sidecar and says",
+                Some(format!("if it lacks the flag: {NODE_PERF_MAP_FIX}")),
+            ),
             PerfMap::Missing => check(
                 "runtime",
                 "runtime",
