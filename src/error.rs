@@ -89,6 +89,13 @@ pub enum Error {
     )]
     PerfMissing { container: String },
 
+    #[error("{tool} is not installed in container '{container}'\n  fix: {fix}")]
+    ToolMissing {
+        container: String,
+        tool: String,
+        fix: String,
+    },
+
     #[error("perf may not record in container '{container}': {detail}\n  missing: {}\n  fix: {}", .missing.join(", "), .fixes.join("\n       "))]
     PerfDenied {
         container: String,
@@ -263,9 +270,10 @@ impl Error {
             | Error::AmbiguousTarget { .. }
             | Error::NoTarget
             | Error::ProcessNotFound { .. } => exit::TARGET,
-            Error::PerfMissing { .. } | Error::PerfDenied { .. } | Error::PerfFailed { .. } => {
-                exit::PROFILER
-            }
+            Error::PerfMissing { .. }
+            | Error::ToolMissing { .. }
+            | Error::PerfDenied { .. }
+            | Error::PerfFailed { .. } => exit::PROFILER,
             Error::NoSamples { .. } => exit::NO_DATA,
             Error::UnknownEvent { .. } => exit::USAGE,
             Error::NoEvents { .. }

@@ -127,7 +127,7 @@ fn doctor_reports_each_problem_of_a_bad_container_with_its_fix() {
 
     let cwd = workdir();
     let out = devprof(cwd.path())
-        .args(["doctor", &name])
+        .args(["doctor", &name, "--mode", "exec"])
         .assert()
         .code(8)
         .stderr(predicate::str::contains(format!(
@@ -157,7 +157,7 @@ fn doctor_reports_each_problem_of_a_bad_container_with_its_fix() {
     assert!(text.contains("is stripped (no .symtab"), "{text}");
 
     let json = devprof(cwd.path())
-        .args(["doctor", &name, "--json"])
+        .args(["doctor", &name, "--json", "--mode", "exec"])
         .assert()
         .code(8)
         .get_output()
@@ -206,4 +206,63 @@ fn doctor_on_an_unknown_target_says_so_and_exits_4() {
         .stdout(predicate::str::contains(format!(
             "no container matches '{missing}'"
         )));
+}
+
+#[test]
+fn doctor_judges_an_unprivileged_container_ready_through_the_sidecar() {
+    if !devnet_ready("doctor_judges_an_unprivileged_container_ready_through_the_sidecar") {
+        return;
+    }
+    // A Node container as users run it: no added capabilities, Docker's default seccomp
+    // profile; perf is in the image but may not record there.
+    let image =
+        std::env::var("DEVPROF_DEMO_JS_IMAGE").unwrap_or_else(|_| "devprof-demo-js:latest".into());
+    let name = unique("devprof-test-nodepy-unpriv");
+    let _container = run_container(
+        &name,
+        &[
+            "-e",
+            "NODE_OPTIONS=--perf-basic-prof-only-functions",
+            "-e",
+            "BUSY_HASH_PCT=20",
+        ],
+        &image,
+        &[],
+    );
+    assert_eq!(
+        docker_ok(&["inspect", "-f", "{{json .HostConfig.CapAdd}}", &name]),
+        "null"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .args(["doctor", &name])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("✓ capture path"), "{text}");
+    assert!(text.contains("ready (sidecar)"), "{text}");
+    assert!(!text.contains("  ✗ "), "{text}");
+    for title in ["perf_event_open", "capabilities", "seccomp"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("  - {title} ")))
+            .unwrap_or_else(|| panic!("no - {title} line:\n{text}"));
+        assert!(line.contains("exec mode only"), "{line}");
+    }
+    // Exec mode alone is blocked, and says so.
+    devprof(cwd.path())
+        .args(["doctor", &name, "--mode", "exec"])
+        .assert()
+        .code(8)
+        .stdout(predicate::str::contains("blocked (exec)"));
+    // The judgement holds: the capture goes through the sidecar.
+    devprof(cwd.path())
+        .args(["cpu", &name, "3"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("via sidecar"));
 }

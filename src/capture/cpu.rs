@@ -6,13 +6,17 @@ use super::manifest::{manifest_for, subtitle, ManifestBase, Sampling};
 use super::session::{cleanup_workdir, make_workdir, record, Window};
 use super::{find_target, locate, Located, Target};
 use crate::engines::perf::PerfEngine;
+use crate::engines::pyspy::PySpyEngine;
 use crate::engines::{CollectJob, Collected, Engine, RecordCommand, RecordJob};
 use crate::error::{Error, Result};
+use crate::profile::filter::{Preset, StackFilter};
+use crate::profile::stacks;
 use crate::render::{write_folded_file, write_svg_file, SvgSpec};
-use crate::runtime::Runtime;
-use crate::settings::{CpuSettings, EngineChoice};
+use crate::runtime::{node_perf_map, python_perf_trampolines, PerfMap, Runtime, NODE_PERF_MAP_FIX};
+use crate::settings::{CallGraph, CpuSettings, EngineChoice};
 use crate::signals::Interrupts;
-use crate::store::{self, Manifest, Stem};
+use crate::store::{self, GraphRecord, Manifest, Stem};
+use crate::text::first_line;
 use crate::units::{human_duration, thousands};
 use chrono::Local;
 use std::collections::BTreeMap;
@@ -23,6 +27,10 @@ use std::time::Instant;
 pub const LOW_SAMPLE_WARNING: u64 = 1000;
 /// Above this share of unnamed frames the flamegraph is mostly hex.
 pub const UNSYMBOLIZED_WARNING: f64 = 0.5;
+
+/// The Node-preset view's files, next to the unfiltered `.folded` and `.svg`.
+pub const NODE_FOLDED: &str = "node-preset.folded";
+pub const NODE_SVG: &str = "node-preset.svg";
 
 /// What a finished capture produced.
 #[derive(Debug)]
@@ -37,6 +45,38 @@ pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Res
     let located = locate(&settings.target, &settings.process).await?;
     match choose_engine(settings.engine, located.runtime) {
         EngineKind::Perf => run_with(&PerfEngine, located, settings, interrupts).await,
+        EngineKind::PySpy => {
+            let engine = PySpyEngine {
+                native: settings.python.native,
+                idle: settings.python.idle,
+                gil: settings.python.gil,
+            };
+            let trampolines =
+                python_perf_trampolines(&located.process.cmdline, &located.process_facts);
+            match run_with(&engine, located, settings, interrupts).await {
+                // Python 3.12+ with perf trampolines names its frames for perf too.
+                Err(e) if settings.engine == EngineChoice::Auto && trampolines && no_py_spy(&e) => {
+                    eprintln!(
+                        "note: {}; the process runs with Python's perf trampolines (-X perf / PYTHONPERFSUPPORT), recording with perf instead",
+                        first_line(&e.to_string())
+                    );
+                    let located = locate(&settings.target, &settings.process).await?;
+                    run_with(&PerfEngine, located, settings, interrupts).await
+                }
+                other => other,
+            }
+        }
+    }
+}
+
+/// Whether an error says py-spy is nowhere to be run (neither in the target nor beside it).
+fn no_py_spy(e: &Error) -> bool {
+    match e {
+        Error::ToolMissing { .. } | Error::ProfilerImageMissing { .. } => true,
+        Error::PerfFailed { step, detail, .. } => {
+            step == "profiler sidecar" && detail.contains("py-spy")
+        }
+        _ => false,
     }
 }
 
@@ -44,12 +84,15 @@ pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Res
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EngineKind {
     Perf,
+    PySpy,
 }
 
-/// The engine `choice` means for a process of `runtime`.
-fn choose_engine(choice: EngineChoice, _runtime: Runtime) -> EngineKind {
-    match choice {
-        EngineChoice::Auto | EngineChoice::Perf => EngineKind::Perf,
+/// The engine `choice` means for a process of `runtime`: py-spy for Python (perf sees
+/// only the interpreter's C frames), perf for everything else.
+fn choose_engine(choice: EngineChoice, runtime: Runtime) -> EngineKind {
+    match (choice, runtime) {
+        (EngineChoice::Auto, Runtime::Python) | (EngineChoice::PySpy, _) => EngineKind::PySpy,
+        (EngineChoice::Auto | EngineChoice::Perf, _) => EngineKind::Perf,
     }
 }
 
@@ -196,7 +239,8 @@ async fn record_and_analyse<E: Engine>(
     for (step, ms) in &collected.timings_ms {
         timings.insert(step.to_string(), *ms);
     }
-    let folded = collected.folded;
+    // Leading runs of [unknown] frames become one root, so the graph stays readable.
+    let (folded, mut health) = stacks::repair(&collected.folded);
 
     let samples = folded.total();
     if samples == 0 {
@@ -234,6 +278,32 @@ async fn record_and_analyse<E: Engine>(
         )),
     );
     write_svg_file(&folded, &spec, &stem.path("svg"))?;
+    let mut extensions: Vec<&str> = collected.raw_files.clone();
+    extensions.extend(["folded", "svg"]);
+    manifest.graphs.push(GraphRecord {
+        svg: stem.file_name("svg"),
+        folded: stem.file_name("folded"),
+        view: "unfiltered".into(),
+    });
+    if target.runtime == Runtime::Node {
+        // Node users read both: the whole stacks, and the JavaScript left once the
+        // runtime's own frames are dropped.
+        let filter = StackFilter {
+            preset: Some(Preset::Node),
+            ..Default::default()
+        };
+        let filtered = filter.apply(&folded);
+        write_folded_file(&filtered, &stem.path(NODE_FOLDED))?;
+        let mut spec = spec.clone();
+        spec.title = format!("{} — filtered: preset node (JavaScript only)", spec.title);
+        write_svg_file(&filtered, &spec, &stem.path(NODE_SVG))?;
+        extensions.extend([NODE_FOLDED, NODE_SVG]);
+        manifest.graphs.push(GraphRecord {
+            svg: stem.file_name(NODE_SVG),
+            folded: stem.file_name(NODE_FOLDED),
+            view: "preset node (runtime frames dropped, JavaScript kept)".into(),
+        });
+    }
     timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
 
     let unsymbolized = folded.unsymbolized_share();
@@ -244,8 +314,6 @@ async fn record_and_analyse<E: Engine>(
     manifest.top_functions = folded.top_self(10);
     manifest.timings_ms = timings;
 
-    let mut extensions: Vec<&str> = collected.raw_files.clone();
-    extensions.extend(["folded", "svg"]);
     let mut files = manifest.record_stem_files(&stem, &extensions);
 
     if samples < LOW_SAMPLE_WARNING {
@@ -253,13 +321,39 @@ async fn record_and_analyse<E: Engine>(
             "only {samples} samples: the target was mostly idle. Put load on it while recording, record longer, or raise --frequency."
         ));
     }
-    if unsymbolized > UNSYMBOLIZED_WARNING {
+    let node_map = (target.runtime == Runtime::Node)
+        .then(|| node_perf_map(&target.process.cmdline, &target.process_facts));
+    // Without its perf map a Node profile is unnamed for that reason, said below.
+    if unsymbolized > UNSYMBOLIZED_WARNING && node_map.is_none_or(|m| m == PerfMap::Written) {
         warnings.push(format!(
             "{:.0}% of frames are unsymbolized: the binary lacks symbols/debuginfo or frame pointers. \
              Build with debug info and `-C force-frame-pointers=yes` (or `devprof build`), don't strip it, \
              or record with --call-graph dwarf.",
             unsymbolized * 100.0
         ));
+    }
+    if health.broken_share > stacks::BROKEN_WARNING {
+        let (why, fix) = stacks::broken_advice(
+            engine.name(),
+            target.runtime.name(),
+            settings.call_graph == CallGraph::Dwarf,
+        );
+        warnings.push(format!(
+            "{:.0}% of samples have a broken stack (it does not reach the thread's entry point): {why}. Fix: {fix}.",
+            health.broken_share * 100.0
+        ));
+        health.why = Some(why);
+        health.fix = Some(fix);
+    }
+    manifest.stacks = Some(health);
+    if let Some(map) = node_map {
+        manifest.perf_map = Some(map.describe().to_string());
+        if map != PerfMap::Written {
+            warnings.push(format!(
+                "V8 perf map {}: JavaScript functions show as [unknown] or as addresses. To get their names, {NODE_PERF_MAP_FIX}.",
+                map.describe()
+            ));
+        }
     }
     if let Some(lost) = manifest.lost_chunks.filter(|l| *l > 0) {
         warnings.push(format!(
@@ -276,4 +370,29 @@ async fn record_and_analyse<E: Engine>(
         files,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_goes_to_py_spy_unless_perf_is_asked_for() {
+        assert_eq!(
+            choose_engine(EngineChoice::Auto, Runtime::Python),
+            EngineKind::PySpy
+        );
+        assert_eq!(
+            choose_engine(EngineChoice::Perf, Runtime::Python),
+            EngineKind::Perf
+        );
+        assert_eq!(
+            choose_engine(EngineChoice::Auto, Runtime::Node),
+            EngineKind::Perf
+        );
+        assert_eq!(
+            choose_engine(EngineChoice::PySpy, Runtime::Native),
+            EngineKind::PySpy
+        );
+    }
 }

@@ -206,9 +206,11 @@ pub async fn find_target<E: Engine>(
                     sysctls,
                 })
             }
-            Err(e @ (Error::PerfMissing { .. } | Error::PerfDenied { .. }))
-                if mode == CaptureMode::Auto =>
-            {
+            Err(
+                e @ (Error::PerfMissing { .. }
+                | Error::ToolMissing { .. }
+                | Error::PerfDenied { .. }),
+            ) if mode == CaptureMode::Auto => {
                 eprintln!(
                     "note: {}; profiling from a sidecar container instead",
                     first_line(&e.to_string())

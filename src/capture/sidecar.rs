@@ -86,7 +86,14 @@ pub async fn start<E: Engine>(
         });
     }
     let mut refusals: Vec<String> = Vec::new();
-    for tier in LADDER {
+    // An engine that needs less than perf tries its minimum first.
+    let minimum = engine.sidecar_minimum().map(|(cap_add, why)| Tier {
+        cap_add,
+        seccomp_unconfined: false,
+        privileged: false,
+        why,
+    });
+    for tier in minimum.iter().chain(LADDER) {
         if tier.privileged && !placement.allow_privileged {
             refusals.push(
                 "privileged: not tried; devprof starts a privileged sidecar only with --allow-privileged"
@@ -195,6 +202,13 @@ async fn try_tier<E: Engine>(
                 step: "profiler sidecar".into(),
                 detail: format!(
                     "the profiler image {image} has no working perf; rebuild it with `devprof build`"
+                ),
+            },
+            Error::ToolMissing { tool, .. } => Error::PerfFailed {
+                container: container.name.clone(),
+                step: "profiler sidecar".into(),
+                detail: format!(
+                    "the profiler image {image} has no {tool}; rebuild it (scripts/runtime-images.sh builds it with py-spy)"
                 ),
             },
             other => other,

@@ -31,6 +31,19 @@ pub struct CpuArgs {
     #[arg(long, value_enum, env = "DEVPROF_ENGINE", default_value_t = EngineArg::Auto)]
     pub engine: EngineArg,
 
+    /// py-spy (Python targets): also native frames (C extensions, libraries) under the
+    /// Python ones; py-spy then pauses the process for each sample.
+    #[arg(long)]
+    pub native: bool,
+
+    /// py-spy: also sample threads that are idle (waiting on a lock, I/O or sleep).
+    #[arg(long, conflicts_with = "gil")]
+    pub idle: bool,
+
+    /// py-spy: only samples of the thread holding the GIL (drops threads waiting for it).
+    #[arg(long)]
+    pub gil: bool,
+
     #[command(flatten)]
     pub process: ProcessArgs,
 
@@ -69,6 +82,9 @@ pub enum EngineArg {
     Auto,
     /// perf record (native code, and JIT code through perf maps).
     Perf,
+    /// py-spy record (Python: the interpreter's own frames, from outside the process).
+    #[value(name = "py-spy")]
+    PySpy,
 }
 
 /// Where the recorder runs.

@@ -128,6 +128,11 @@ pub struct ComposeArgs {
     #[arg(long)]
     pub heap: bool,
 
+    /// Node services: add --perf-basic-prof-only-functions to NODE_OPTIONS, so V8 writes
+    /// the perf map that names JavaScript functions.
+    #[arg(long)]
+    pub node: bool,
+
     /// With --heap: one jemalloc sample per 2^N allocated bytes (jemalloc's default 19).
     #[arg(long, value_name = "N", default_value_t = 19)]
     pub lg_prof_sample: u32,
@@ -166,6 +171,11 @@ pub struct DoctorArgs {
 
     #[command(flatten)]
     pub process: ProcessArgs,
+
+    /// The path to judge: exec (perf inside the container), sidecar, or auto (exec when
+    /// it works, else the sidecar), as `devprof cpu --mode` would take it.
+    #[command(flatten)]
+    pub placement: super::capture::PlacementArgs,
 
     /// Print the checklist as JSON on stdout.
     #[arg(long)]

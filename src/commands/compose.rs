@@ -80,6 +80,7 @@ pub async fn run(args: ComposeArgs) -> Result<()> {
         caps: choice.caps.clone(),
         privileged: settings.privileged,
         heap: settings.heap.then_some(settings.lg_prof_sample),
+        node: settings.node,
         images: settings.images.clone(),
         volume: VOLUME.to_string(),
         header: format!(

@@ -34,6 +34,9 @@ fn json_summary(outcome: &CpuOutcome) -> serde_json::Value {
         "interrupted": outcome.manifest.interrupted,
         "top_functions": outcome.manifest.top_functions,
         "unsymbolized_share": outcome.manifest.unsymbolized_share,
+        "stacks": outcome.manifest.stacks,
+        "graphs": outcome.manifest.graphs,
+        "perf_map": outcome.manifest.perf_map,
         "warnings": outcome.warnings,
     })
 }
@@ -68,12 +71,15 @@ pub fn human_summary(outcome: &CpuOutcome) -> String {
         }
     }
     out.push_str(&output::files_written(&outcome.files));
-    if let Some((svg, _)) = outcome
-        .files
-        .iter()
-        .find(|(p, _)| p.extension().is_some_and(|e| e == "svg"))
-    {
-        out.push_str(&format!("flamegraph: {}\n", svg.display()));
+    // Each flamegraph with the view it shows (Node captures have two).
+    let dir = outcome.manifest_path.parent();
+    for graph in &m.graphs {
+        let path = dir.map_or_else(|| PathBuf::from(&graph.svg), |d| d.join(&graph.svg));
+        out.push_str(&format!(
+            "flamegraph ({}): {}\n",
+            graph.view,
+            path.display()
+        ));
     }
     out
 }

@@ -9,6 +9,7 @@
 //! recipe picks the engine for the target's runtime.
 
 pub mod perf;
+pub mod pyspy;
 
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::ProcInfo;
@@ -97,6 +98,12 @@ pub trait Engine: Sync {
         facts: &'a ContainerFacts,
         process: &'a ProcInfo,
     ) -> impl Future<Output = Result<Self::Ready>> + Send + 'a;
+
+    /// The fewest capabilities a sidecar needs for this engine, tried before the perf
+    /// ladder (None: the engine needs what perf needs).
+    fn sidecar_minimum(&self) -> Option<(&'static [&'static str], &'static str)> {
+        None
+    }
 
     /// The binary that records, for the manifest.
     fn tool(&self, ready: &Self::Ready) -> Tool;

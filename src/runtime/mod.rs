@@ -50,3 +50,153 @@ pub fn detect(program: &str, exe: &str, libraries: &[String]) -> Runtime {
         Runtime::Native
     }
 }
+
+/// Node's options that make V8 write /tmp/perf-<pid>.map (underscores are accepted too).
+pub const NODE_PERF_MAP_FLAGS: &[&str] = &["--perf-basic-prof", "--perf-basic-prof-only-functions"];
+
+/// What to add so that Node writes a perf map, for summaries and doctor.
+pub const NODE_PERF_MAP_FIX: &str = "add `NODE_OPTIONS: \"--perf-basic-prof-only-functions\"` to the service's \
+     `environment:` in the compose file (or `--perf-basic-prof-only-functions` to node's command line) \
+     and restart the container (`devprof compose --node` writes that override); V8 then writes \
+     /tmp/perf-<pid>.map, which perf reads for JavaScript names";
+
+/// Whether a JIT runtime's perf map is there for perf to name its frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerfMap {
+    /// /tmp/perf-<pid>.map exists in the process's root.
+    Written,
+    /// The flag is set but no map is there (yet): the process may have started before it,
+    /// or writes its map elsewhere.
+    Flagged,
+    /// Neither: JIT frames will be unnamed.
+    Missing,
+}
+
+impl PerfMap {
+    pub fn describe(self) -> &'static str {
+        match self {
+            PerfMap::Written => "written (/tmp/perf-<pid>.map)",
+            PerfMap::Flagged => "flag set, but no /tmp/perf-<pid>.map found",
+            PerfMap::Missing => "missing (no --perf-basic-prof flag)",
+        }
+    }
+}
+
+/// Node's perf map: the map file itself, else the flag on the command line or in
+/// NODE_OPTIONS.
+pub fn node_perf_map(cmdline: &str, facts: &ProcessFacts) -> PerfMap {
+    if facts.perf_map {
+        return PerfMap::Written;
+    }
+    let options = facts.env("NODE_OPTIONS").unwrap_or("");
+    let flagged = cmdline
+        .split_whitespace()
+        .chain(options.split_whitespace())
+        .map(|arg| arg.split('=').next().unwrap_or(arg).replace('_', "-"))
+        .any(|arg| NODE_PERF_MAP_FLAGS.contains(&arg.as_str()));
+    if flagged {
+        PerfMap::Flagged
+    } else {
+        PerfMap::Missing
+    }
+}
+
+/// Whether CPython 3.12+ writes perf trampolines for its frames (`-X perf`, or
+/// `PYTHONPERFSUPPORT` set to a non-zero value): perf then names Python functions itself.
+pub fn python_perf_trampolines(cmdline: &str, facts: &ProcessFacts) -> bool {
+    let env_on = facts
+        .env("PYTHONPERFSUPPORT")
+        .is_some_and(|v| !v.trim().is_empty() && v.trim() != "0");
+    let mut args = cmdline.split_whitespace().peekable();
+    let mut flag_on = false;
+    while let Some(arg) = args.next() {
+        if arg == "-Xperf" || (arg == "-X" && args.peek() == Some(&"perf")) {
+            flag_on = true;
+        }
+    }
+    env_on || flag_on
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(map: bool, node_options: Option<&str>) -> ProcessFacts {
+        ProcessFacts {
+            perf_map: map,
+            env: node_options
+                .map(|v| vec![("NODE_OPTIONS".to_string(), v.to_string())])
+                .unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn node_perf_map_from_the_file_or_the_flags() {
+        assert_eq!(
+            node_perf_map("node /app/busy.js", &facts(true, None)),
+            PerfMap::Written
+        );
+        assert_eq!(
+            node_perf_map(
+                "node /app/busy.js",
+                &facts(
+                    false,
+                    Some("--max-old-space-size=512 --perf-basic-prof-only-functions")
+                )
+            ),
+            PerfMap::Flagged
+        );
+        assert_eq!(
+            node_perf_map("node --perf_basic_prof /app/a.js", &facts(false, None)),
+            PerfMap::Flagged
+        );
+        assert_eq!(
+            node_perf_map("node /app/busy.js", &facts(false, Some(""))),
+            PerfMap::Missing
+        );
+        // --interpreted-frames-native-stack alone writes no map.
+        assert_eq!(
+            node_perf_map(
+                "node --interpreted-frames-native-stack a.js",
+                &facts(false, None)
+            ),
+            PerfMap::Missing
+        );
+    }
+
+    #[test]
+    fn python_perf_trampolines_from_the_flag_or_the_environment() {
+        let env = |v: &str| ProcessFacts {
+            env: vec![("PYTHONPERFSUPPORT".to_string(), v.to_string())],
+            ..Default::default()
+        };
+        let none = ProcessFacts::default();
+        assert!(python_perf_trampolines("python3.12 -X perf app.py", &none));
+        assert!(python_perf_trampolines("python3.12 -Xperf app.py", &none));
+        assert!(python_perf_trampolines("python3 app.py", &env("1")));
+        assert!(!python_perf_trampolines("python3 app.py", &env("0")));
+        assert!(!python_perf_trampolines(
+            "python3 -X dev app.py perf",
+            &none
+        ));
+        assert!(!python_perf_trampolines("python3 app.py", &none));
+    }
+
+    #[test]
+    fn detects_runtimes_from_program_exe_and_libraries() {
+        assert_eq!(detect("node", "/usr/bin/node", &[]), Runtime::Node);
+        assert_eq!(
+            detect("x", "/usr/bin/x", &["/usr/lib/libnode.so.108".into()]),
+            Runtime::Node
+        );
+        assert_eq!(
+            detect("python3", "/usr/bin/python3.11", &[]),
+            Runtime::Python
+        );
+        assert_eq!(
+            detect("demo-node", "/usr/local/bin/demo-node", &[]),
+            Runtime::Native
+        );
+    }
+}

@@ -17,6 +17,8 @@ use std::time::Duration;
 pub struct CpuSettings {
     pub placement: Placement,
     pub engine: EngineChoice,
+    /// py-spy's options (Python targets).
+    pub python: PythonOptions,
     pub target: String,
     pub duration: Duration,
     pub frequency: u32,
@@ -26,6 +28,14 @@ pub struct CpuSettings {
     pub inline: bool,
     pub output_dir: PathBuf,
     pub json: bool,
+}
+
+/// What py-spy records besides Python frames.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PythonOptions {
+    pub native: bool,
+    pub idle: bool,
+    pub gil: bool,
 }
 
 impl CpuSettings {
@@ -39,6 +49,11 @@ impl CpuSettings {
         Ok(CpuSettings {
             placement: placement_of(args.placement, window_of(&args.duration)?)?,
             engine: args.engine.into(),
+            python: PythonOptions {
+                native: args.native,
+                idle: args.idle,
+                gil: args.gil,
+            },
             target: target_of(args.target)?,
             duration: window_of(&args.duration)?,
             frequency: args.frequency,

@@ -185,6 +185,8 @@ pub struct ComposeSettings {
     /// Empty: the services that run a profiling image.
     pub services: Vec<String>,
     pub heap: bool,
+    /// Node services: NODE_OPTIONS with V8's perf-map flag.
+    pub node: bool,
     pub lg_prof_sample: u32,
     /// (service or None for every chosen service, image)
     pub images: Vec<(Option<String>, String)>,
@@ -262,6 +264,7 @@ impl ComposeSettings {
             file,
             services,
             heap: args.heap,
+            node: args.node,
             lg_prof_sample: args.lg_prof_sample,
             images,
             sys_admin: args.sys_admin,
@@ -277,6 +280,7 @@ impl ComposeSettings {
 pub struct DoctorSettings {
     pub target: String,
     pub process: ProcessSelector,
+    pub placement: super::Placement,
     pub json: bool,
 }
 
@@ -285,6 +289,8 @@ impl DoctorSettings {
         Ok(DoctorSettings {
             target: target_of(args.target)?,
             process: selector_of(args.process)?,
+            // The doctor starts no sidecar, so no window bounds one.
+            placement: super::placement_of(args.placement, std::time::Duration::ZERO)?,
             json: args.json,
         })
     }

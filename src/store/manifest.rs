@@ -37,6 +37,17 @@ pub struct ProcessRecord {
     pub user: String,
 }
 
+/// One flamegraph of a capture and what it shows.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct GraphRecord {
+    /// The SVG's file name.
+    pub svg: String,
+    /// The folded stacks it was drawn from.
+    pub folded: String,
+    /// `unfiltered`, or the filter (`preset node`).
+    pub view: String,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct PerfRecord {
     pub path: String,
@@ -76,6 +87,15 @@ pub struct Manifest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lost_chunks: Option<u64>,
     pub unsymbolized_share: f64,
+    /// How whole the stacks are (samples that do not reach a thread's entry point).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<crate::profile::stacks::StackHealth>,
+    /// The flamegraphs written, each with the view it shows (unfiltered, a preset).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub graphs: Vec<GraphRecord>,
+    /// Whether the runtime writes a perf map for its JIT code (Node: V8's perf map).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf_map: Option<String>,
     pub top_functions: Vec<(String, u64)>,
     pub timings_ms: BTreeMap<String, u64>,
     pub files: Vec<FileRecord>,

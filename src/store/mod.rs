@@ -7,7 +7,9 @@ pub mod catalog;
 pub mod loader;
 pub mod manifest;
 
-pub use manifest::{file_size, ContainerRecord, FileRecord, Manifest, PerfRecord, ProcessRecord};
+pub use manifest::{
+    file_size, ContainerRecord, FileRecord, GraphRecord, Manifest, PerfRecord, ProcessRecord,
+};
 
 use crate::error::{Error, Result};
 use chrono::{DateTime, Local};

@@ -43,6 +43,19 @@ pub fn not_run(test: &str, why: &str) {
     record_not_run(test);
 }
 
+/// `devnet_ready`, and `container` (a demo devnet service such as demo-js) running in it.
+pub fn demo_container_ready(test: &str, container: &str) -> bool {
+    if !devnet_ready(test) {
+        return false;
+    }
+    let running = docker(&["inspect", "-f", "{{.State.Running}}", container]);
+    assert!(
+        String::from_utf8_lossy(&running.stdout).trim() == "true",
+        "{test}: the demo devnet is up but {container} is not running"
+    );
+    true
+}
+
 /// Where tests that returned early list themselves, so a local run that says "ok" but
 /// ran nothing is not mistaken for a pass (scripts/test.sh prints the count).
 pub fn not_run_list() -> PathBuf {

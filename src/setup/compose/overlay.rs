@@ -57,6 +57,8 @@ pub struct OverrideOptions {
     pub privileged: bool,
     /// jemalloc heap profiling: `lg_prof_sample`.
     pub heap: Option<u32>,
+    /// Node: NODE_OPTIONS gains the flag that makes V8 write its perf map.
+    pub node: bool,
     /// (service or None for all chosen ones, image)
     pub images: Vec<(Option<String>, String)>,
     /// The named volume mounted at `PROFILING_DIR`.
@@ -153,9 +155,30 @@ pub fn make_override(
         if !volumes.is_empty() {
             spec.insert("volumes".into(), Value::Sequence(volumes));
         }
+        let mut env = Mapping::new();
+        if options.node {
+            let flag = crate::runtime::NODE_PERF_MAP_FLAGS[1];
+            match service.environment.get("NODE_OPTIONS") {
+                Some(old)
+                    if old.contains("--perf-basic-prof") || old.contains("--perf_basic_prof") =>
+                {
+                    notes.push(format!(
+                        "{name}: NODE_OPTIONS already makes V8 write its perf map; left as it is"
+                    ));
+                }
+                Some(old) if !old.trim().is_empty() => {
+                    env.insert(
+                        "NODE_OPTIONS".into(),
+                        format!("{} {flag}", old.trim()).into(),
+                    );
+                }
+                _ => {
+                    env.insert("NODE_OPTIONS".into(), flag.into());
+                }
+            }
+        }
         if let Some(lg) = options.heap {
             let conf = jemalloc_conf(name, lg);
-            let mut env = Mapping::new();
             for var in ["_RJEM_MALLOC_CONF", "MALLOC_CONF"] {
                 match service.environment.get(var) {
                     Some(old)
@@ -174,9 +197,9 @@ pub fn make_override(
                     }
                 }
             }
-            if !env.is_empty() {
-                spec.insert("environment".into(), Value::Mapping(env));
-            }
+        }
+        if !env.is_empty() {
+            spec.insert("environment".into(), Value::Mapping(env));
         }
         services.insert(name.clone().into(), Value::Mapping(spec));
     }
@@ -231,6 +254,7 @@ mod tests {
                 caps: choice.caps,
                 privileged: false,
                 heap: Some(19),
+                node: false,
                 images: vec![],
                 volume: "devprof-profiling".into(),
                 header: "made by devprof".into(),
@@ -261,6 +285,7 @@ mod tests {
                 caps: vec!["SYS_ADMIN".into(), "SYS_PTRACE".into()],
                 privileged: false,
                 heap: Some(19),
+                node: false,
                 images: vec![],
                 volume: "devprof-profiling".into(),
                 header: String::new(),
@@ -282,6 +307,36 @@ mod tests {
                 .iter()
                 .any(|n| n.starts_with("demo-rpc: MALLOC_CONF replaced (it was \"prof:false,")),
             "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn node_profile_adds_the_perf_map_flag_to_node_options_once() {
+        // demo-js already has the flag (left alone); a service without NODE_OPTIONS (here
+        // demo-py, standing in for any) gets it.
+        let file = parse(DEMO, &vars(&[])).unwrap();
+        let (text, notes) = make_override(
+            &file,
+            &OverrideOptions {
+                services: vec!["demo-js".into(), "demo-py".into()],
+                caps: vec!["PERFMON".into()],
+                privileged: false,
+                heap: None,
+                node: true,
+                images: vec![],
+                volume: "devprof-profiling".into(),
+                header: String::new(),
+            },
+        )
+        .unwrap();
+        let v: Value = serde_yaml::from_str(&text).unwrap();
+        assert!(v["services"]["demo-js"].get("environment").is_none());
+        assert!(notes.iter().any(
+            |n| n == "demo-js: NODE_OPTIONS already makes V8 write its perf map; left as it is"
+        ));
+        assert_eq!(
+            v["services"]["demo-py"]["environment"]["NODE_OPTIONS"],
+            "--perf-basic-prof-only-functions"
         );
     }
 
@@ -321,6 +376,7 @@ mod tests {
                 caps: choice.caps,
                 privileged: false,
                 heap: None,
+                node: false,
                 images: vec![
                     (Some("node".into()), "op-reth:profiling".into()),
                     (None, "other:1".into()),
@@ -353,6 +409,7 @@ mod tests {
                 caps: vec![],
                 privileged: false,
                 heap: None,
+                node: false,
                 images: vec![],
                 volume: "v".into(),
                 header: String::new()
@@ -373,6 +430,7 @@ mod tests {
                 caps: vec!["PERFMON".into()],
                 privileged: true,
                 heap: None,
+                node: false,
                 images: vec![],
                 volume: "v".into(),
                 header: String::new(),

@@ -75,4 +75,8 @@ pub struct DoctorFacts {
     pub extras: Option<ProcessExtras>,
     /// The binary's path and what its ELF sections say.
     pub binary: Option<(String, Result<ElfReport, String>)>,
+    /// The path `devprof cpu --mode` takes (auto: exec when it works, else the sidecar).
+    pub mode: Option<crate::settings::CaptureMode>,
+    /// The profiler image a sidecar would start from, when it is there (or why not).
+    pub sidecar_image: Option<Result<String, String>>,
 }

@@ -43,6 +43,13 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
         }
     };
     facts.container = Some(Ok(container.clone()));
+    facts.mode = Some(settings.placement.mode);
+    let image = settings.placement.profiler_image.clone();
+    facts.sidecar_image = Some(if docker.has_image(&image).await {
+        Ok(image)
+    } else {
+        Err(format!("the profiler image {image} is not on this engine"))
+    });
     facts.config = docker.container_config(&container.id).await.ok();
     let image = facts
         .config

@@ -9,6 +9,7 @@
 mod access;
 mod binary;
 mod config;
+mod path;
 mod runtime_check;
 #[cfg(test)]
 mod tests;
@@ -259,6 +260,7 @@ pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
         &cx.extras,
         facts.extras.is_some(),
     ));
+    path::judge_path(&mut checks, facts.mode, facts.sidecar_image.as_ref());
     checks
 }
 

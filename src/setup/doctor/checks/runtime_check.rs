@@ -2,7 +2,7 @@
 
 use super::{check, skipped, Check, Status};
 use crate::docker::target::ProcInfo;
-use crate::runtime::Runtime;
+use crate::runtime::{node_perf_map, python_perf_trampolines, PerfMap, Runtime, NODE_PERF_MAP_FIX};
 use crate::setup::doctor::facts::ProcessExtras;
 
 pub(super) fn runtime_check(
@@ -25,25 +25,39 @@ pub(super) fn runtime_check(
             "JVM without a perf map: JIT-compiled Java frames will be [unknown]",
             Some("start it with -XX:+PreserveFramePointer and write /tmp/perf-<pid>.map with a perf map agent (perf-map-agent, async-profiler)".into()),
         ),
-        Runtime::Node if extras.process.perf_map || cmdline.contains("--perf-basic-prof") => {
-            check("runtime", "runtime", Status::Pass, "Node.js, with --perf-basic-prof (JIT frames named)", None)
-        }
-        Runtime::Node => check(
-            "runtime",
-            "runtime",
-            Status::Warn,
-            "Node.js without a perf map: JavaScript frames will be [unknown]",
-            Some("start node with --perf-basic-prof (and --interpreted-frames-native-stack); render with --preset node".into()),
-        ),
-        Runtime::Python if extras.process.perf_map || cmdline.contains("-X perf") || extras.process.env("PYTHONPERFSUPPORT") == Some("1") => {
-            check("runtime", "runtime", Status::Pass, "Python with perf support (-X perf / PYTHONPERFSUPPORT=1)", None)
+        Runtime::Node => match node_perf_map(cmdline, &extras.process) {
+            // Without ptrace rights in the container /proc/<pid>/environ is unreadable.
+            PerfMap::Missing if extras.process.exe.is_empty() => check(
+                "runtime",
+                "runtime",
+                Status::Warn,
+                "Node.js: its environment cannot be read from inside the container (no SYS_PTRACE), so whether NODE_OPTIONS asks for a perf map is unknown; devprof cpu reads it from the sidecar and says",
+                Some(format!("if it lacks the flag: {NODE_PERF_MAP_FIX}")),
+            ),
+            PerfMap::Missing => check(
+                "runtime",
+                "runtime",
+                Status::Warn,
+                "Node.js without a perf map: JavaScript frames will be [unknown]",
+                Some(format!("{NODE_PERF_MAP_FIX}; devprof cpu writes the graph filtered with --preset node beside the unfiltered one")),
+            ),
+            map => check(
+                "runtime",
+                "runtime",
+                Status::Pass,
+                format!("Node.js, V8 perf map {}: JavaScript frames get names", map.describe()),
+                None,
+            ),
+        },
+        Runtime::Python if python_perf_trampolines(cmdline, &extras.process) => {
+            check("runtime", "runtime", Status::Pass, "Python with perf trampolines (-X perf / PYTHONPERFSUPPORT): py-spy or perf name its functions", None)
         }
         Runtime::Python => check(
             "runtime",
             "runtime",
-            Status::Warn,
-            "Python without perf support: Python functions will show as _PyEval_EvalFrameDefault",
-            Some("Python 3.12+: start it with -X perf or PYTHONPERFSUPPORT=1".into()),
+            Status::Pass,
+            "Python: devprof cpu records it with py-spy (in the container, or from the profiler sidecar), which names Python functions",
+            None,
         ),
     }
 }

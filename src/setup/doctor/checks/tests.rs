@@ -91,6 +91,8 @@ fn demo_seq() -> DoctorFacts {
         .cloned()
         .unwrap();
     DoctorFacts {
+        mode: None,
+        sidecar_image: None,
         target: "demo-seq".into(),
         daemon: Some(Ok("unix:///var/run/docker.sock".into())),
         engine: Some(engine()),
@@ -123,6 +125,8 @@ fn plain() -> DoctorFacts {
     let probe = ContainerFacts::parse(PROBE_PLAIN);
     let process = probe.processes[0].clone();
     DoctorFacts {
+        mode: None,
+        sidecar_image: None,
         target: "plain".into(),
         daemon: Some(Ok("unix:///var/run/docker.sock".into())),
         engine: Some(engine()),
