@@ -4,13 +4,14 @@
 
 use super::manifest::{manifest_for, subtitle, ManifestBase, Sampling};
 use super::session::{cleanup_workdir, make_workdir, record, Window};
-use super::{find_target, locate, Located, Target};
+use super::{find_target, jit, locate, Located, Target};
+use crate::engines::asprof::{release, AsprofEngine, AsprofMode, AsprofSource};
 use crate::engines::perf::PerfEngine;
 use crate::engines::{CollectJob, Collected, Engine, RecordCommand, RecordJob};
 use crate::error::{Error, Result};
 use crate::render::{write_folded_file, write_svg_file, SvgSpec};
-use crate::runtime::Runtime;
-use crate::settings::{CpuSettings, EngineChoice};
+use crate::runtime::{jvm, Runtime};
+use crate::settings::{CaptureMode, CpuSettings, EngineChoice};
 use crate::signals::Interrupts;
 use crate::store::{self, Manifest, Stem};
 use crate::units::{human_duration, thousands};
@@ -35,8 +36,60 @@ pub struct CpuOutcome {
 
 pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Result<CpuOutcome> {
     let located = locate(&settings.target, &settings.process).await?;
-    match choose_engine(settings.engine, located.runtime) {
+    let asprof = match (settings.engine, located.runtime) {
+        (EngineChoice::Perf, _) => None,
+        (_, Runtime::Jvm) => match &settings.asprof_dir {
+            Some(dir) => Some(AsprofSource::Host(dir.clone())),
+            None => release::find_in_container(
+                &located.shell,
+                located.process_facts.env("ASYNC_PROFILER_HOME"),
+            )
+            .await
+            .map(AsprofSource::Container),
+        },
+        (EngineChoice::Asprof, runtime) => {
+            return Err(Error::Usage(format!(
+                "--engine asprof records JVMs only: pid {} ({}) in '{}' is a {} process; use --engine perf (or auto)",
+                located.process.pid,
+                located.process.cmdline,
+                located.container.name,
+                runtime.name()
+            )))
+        }
+        (EngineChoice::Auto, _) => None,
+    };
+    match choose_engine(settings.engine, located.runtime, asprof.is_some()) {
+        EngineKind::Perf if settings.wall => Err(Error::Usage(format!(
+            "--wall needs async-profiler, which records JVMs only; '{}' runs a {} process",
+            located.container.name,
+            located.runtime.name()
+        ))),
         EngineKind::Perf => run_with(&PerfEngine, located, settings, interrupts).await,
+        EngineKind::Asprof => {
+            let Some(source) = asprof else {
+                return Err(Error::AsprofMissing {
+                    container: located.container.name.clone(),
+                });
+            };
+            if settings.placement.mode == CaptureMode::Sidecar {
+                return Err(Error::Usage(
+                    "async-profiler runs inside the JVM's container (the JVM loads its agent from there): \
+                     use --mode exec or auto with --engine asprof, or --engine perf in a sidecar"
+                        .into(),
+                ));
+            }
+            let engine = AsprofEngine {
+                source,
+                mode: if settings.wall {
+                    AsprofMode::Wall
+                } else {
+                    AsprofMode::Cpu
+                },
+                jvm: jvm::options(&located.process_facts, &located.process.cmdline),
+                process: located.process_facts.clone(),
+            };
+            run_with(&engine, located, settings, interrupts).await
+        }
     }
 }
 
@@ -44,12 +97,17 @@ pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Res
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EngineKind {
     Perf,
+    Asprof,
 }
 
-/// The engine `choice` means for a process of `runtime`.
-fn choose_engine(choice: EngineChoice, _runtime: Runtime) -> EngineKind {
+/// The engine `choice` means for a process of `runtime`: auto takes async-profiler for a
+/// JVM when there is one (in the container or from --asprof), perf otherwise.
+fn choose_engine(choice: EngineChoice, runtime: Runtime, asprof_available: bool) -> EngineKind {
     match choice {
-        EngineChoice::Auto | EngineChoice::Perf => EngineKind::Perf,
+        EngineChoice::Perf => EngineKind::Perf,
+        EngineChoice::Asprof => EngineKind::Asprof,
+        EngineChoice::Auto if runtime == Runtime::Jvm && asprof_available => EngineKind::Asprof,
+        EngineChoice::Auto => EngineKind::Perf,
     }
 }
 
@@ -84,8 +142,21 @@ async fn capture_with<E: Engine>(
         return Err(Error::Interrupted);
     }
     let workdir = make_workdir(&target.shell).await?;
-    let result = record_and_analyse(engine, target, &workdir, settings, interrupts).await;
-    // Always, success or not: no recorder process and no temp file stay in the container.
+    let job = RecordJob {
+        pid: target.process.pid,
+        workdir: workdir.clone(),
+        duration: settings.duration,
+        frequency: settings.frequency,
+        call_graph: settings.call_graph,
+        process: target.process_facts.clone(),
+    };
+    let result = match engine.stage(&target.ready, &target.shell, &job).await {
+        Ok(()) => record_and_analyse(engine, target, &job, settings, interrupts).await,
+        Err(e) => Err(e),
+    };
+    // Always, success or not: no profiler still sampling, no recorder process and no temp
+    // file stay in the container.
+    engine.finish(&target.ready, &target.shell, &job).await;
     cleanup_workdir(&target.shell, &workdir).await;
     result
 }
@@ -93,10 +164,11 @@ async fn capture_with<E: Engine>(
 async fn record_and_analyse<E: Engine>(
     engine: &E,
     target: &Target<E::Ready>,
-    workdir: &str,
+    job: &RecordJob,
     settings: &CpuSettings,
     interrupts: &mut Interrupts,
 ) -> Result<CpuOutcome> {
+    let workdir = job.workdir.as_str();
     let container = &target.container.name;
     let ready = &target.ready;
     let event = engine.event(ready);
@@ -107,21 +179,21 @@ async fn record_and_analyse<E: Engine>(
         Local::now(),
     )?;
     let mut timings = BTreeMap::new();
+    let jvm_options = jvm::options(&target.process_facts, &target.process.cmdline);
+    let runtime_warnings = if engine.reads_perf_maps() {
+        jit::perf_map_warnings(target.runtime, &jvm_options)
+    } else {
+        Vec::new()
+    };
+    // Printed once, before the window: the user may want to fix them and start again.
+    for warning in &runtime_warnings {
+        eprintln!("warning: {warning}");
+    }
 
     let RecordCommand {
         argv: record_argv,
         user,
-    } = engine.record_command(
-        ready,
-        &RecordJob {
-            pid: target.process.pid,
-            workdir: workdir.to_string(),
-            duration: settings.duration,
-            frequency: settings.frequency,
-            call_graph: settings.call_graph,
-            process: target.process_facts.clone(),
-        },
-    );
+    } = engine.record_command(ready, job);
     let label = format!("recording {container} ({} Hz {event})", settings.frequency);
     let window = Window {
         argv: &record_argv,
@@ -150,6 +222,15 @@ async fn record_and_analyse<E: Engine>(
     manifest.call_graph = settings.call_graph.perf_arg().into();
     manifest.notes.extend(notes.iter().cloned());
     manifest.perf.record_command = record_argv.clone();
+    manifest.notes.extend(runtime_warnings);
+    let mut warnings = Vec::new();
+    if engine.reads_perf_maps() {
+        match jit::write_jvm_perf_map(target, &jvm_options).await {
+            Some(Ok(note)) => manifest.notes.push(note),
+            Some(Err(warning)) => warnings.push(warning),
+            None => {}
+        }
+    }
 
     let job = CollectJob {
         shell: &target.shell,
@@ -227,17 +308,21 @@ async fn record_and_analyse<E: Engine>(
     extensions.extend(["folded", "svg"]);
     let mut files = manifest.record_stem_files(&stem, &extensions);
 
-    let mut warnings = Vec::new();
     if samples < LOW_SAMPLE_WARNING {
         warnings.push(format!(
             "only {samples} samples: the target was mostly idle. Put load on it while recording, record longer, or raise --frequency."
         ));
     }
     if unsymbolized > UNSYMBOLIZED_WARNING {
+        let fix = match target.runtime {
+            Runtime::Jvm => "JIT-compiled Java code is named only through the JVM's perf map or async-profiler: \
+                 record with --engine asprof (async-profiler in the container, or --asprof DIR), or let the JVM \
+                 accept jcmd (no -XX:+DisableAttachMechanism, jcmd from the JDK in the image)",
+            _ => "the binary lacks symbols/debuginfo or frame pointers. Build with debug info and \
+                 `-C force-frame-pointers=yes` (or `devprof build`), don't strip it, or record with --call-graph dwarf",
+        };
         warnings.push(format!(
-            "{:.0}% of frames are unsymbolized: the binary lacks symbols/debuginfo or frame pointers. \
-             Build with debug info and `-C force-frame-pointers=yes` (or `devprof build`), don't strip it, \
-             or record with --call-graph dwarf.",
+            "{:.0}% of frames are unsymbolized: {fix}.",
             unsymbolized * 100.0
         ));
     }
@@ -256,4 +341,22 @@ async fn record_and_analyse<E: Engine>(
         files,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_takes_async_profiler_for_a_jvm_only_when_there_is_one() {
+        use EngineChoice::*;
+        assert_eq!(choose_engine(Auto, Runtime::Jvm, true), EngineKind::Asprof);
+        assert_eq!(choose_engine(Auto, Runtime::Jvm, false), EngineKind::Perf);
+        assert_eq!(choose_engine(Auto, Runtime::Native, true), EngineKind::Perf);
+        assert_eq!(choose_engine(Perf, Runtime::Jvm, true), EngineKind::Perf);
+        assert_eq!(
+            choose_engine(Asprof, Runtime::Jvm, false),
+            EngineKind::Asprof
+        );
+    }
 }

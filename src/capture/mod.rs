@@ -6,6 +6,7 @@
 
 pub mod cpu;
 pub mod heap;
+pub mod jit;
 pub mod manifest;
 pub mod offcpu;
 pub mod session;

@@ -31,6 +31,16 @@ pub struct CpuArgs {
     #[arg(long, value_enum, env = "DEVPROF_ENGINE", default_value_t = EngineArg::Auto)]
     pub engine: EngineArg,
 
+    /// An async-profiler release directory on this host (bin/asprof,
+    /// lib/libasyncProfiler.so), copied into the container when it has none.
+    #[arg(long, value_name = "DIR", env = "DEVPROF_ASPROF")]
+    pub asprof: Option<std::path::PathBuf>,
+
+    /// Wall-clock profile (async-profiler's `wall` event: running, sleeping and waiting
+    /// threads alike) instead of on-CPU time. JVM targets, asprof engine.
+    #[arg(long)]
+    pub wall: bool,
+
     #[command(flatten)]
     pub process: ProcessArgs,
 
@@ -69,6 +79,8 @@ pub enum EngineArg {
     Auto,
     /// perf record (native code, and JIT code through perf maps).
     Perf,
+    /// async-profiler (JVM targets: Java frames named by the JVM itself).
+    Asprof,
 }
 
 /// Where the recorder runs.

@@ -8,6 +8,7 @@
 //! Adding an engine is a new module here implementing `Engine`, and one arm where the cpu
 //! recipe picks the engine for the target's runtime.
 
+pub mod asprof;
 pub mod perf;
 
 use crate::docker::probe::ContainerFacts;
@@ -97,6 +98,36 @@ pub trait Engine: Sync {
         facts: &'a ContainerFacts,
         process: &'a ProcInfo,
     ) -> impl Future<Output = Result<Self::Ready>> + Send + 'a;
+
+    /// Whether the engine names JIT-compiled code through the runtime's perf map
+    /// (/tmp/perf-<pid>.map), which the capture then asks the runtime to write before the
+    /// engine reads its samples.
+    fn reads_perf_maps(&self) -> bool {
+        false
+    }
+
+    /// After the capture's workdir exists, before the window: puts in place what the
+    /// recording command needs there (tools copied in, ownership for an engine that runs
+    /// as the process's user).
+    fn stage<'a>(
+        &'a self,
+        _ready: &'a Self::Ready,
+        _shell: &'a Shell,
+        _job: &'a RecordJob,
+    ) -> impl Future<Output = Result<()>> + Send + 'a {
+        async { Ok(()) }
+    }
+
+    /// Always after the window, success or not, before the workdir is removed: makes sure
+    /// nothing of the engine keeps running in the target (an agent that samples on).
+    fn finish<'a>(
+        &'a self,
+        _ready: &'a Self::Ready,
+        _shell: &'a Shell,
+        _job: &'a RecordJob,
+    ) -> impl Future<Output = ()> + Send + 'a {
+        async {}
+    }
 
     /// The binary that records, for the manifest.
     fn tool(&self, ready: &Self::Ready) -> Tool;

@@ -38,6 +38,7 @@ pub enum EngineChoice {
     /// The best engine for the process's runtime.
     Auto,
     Perf,
+    Asprof,
 }
 
 impl From<EngineArg> for EngineChoice {
@@ -45,6 +46,7 @@ impl From<EngineArg> for EngineChoice {
         match arg {
             EngineArg::Auto => EngineChoice::Auto,
             EngineArg::Perf => EngineChoice::Perf,
+            EngineArg::Asprof => EngineChoice::Asprof,
         }
     }
 }
