@@ -9,6 +9,7 @@
 mod access;
 mod binary;
 mod config;
+mod jvm;
 mod runtime_check;
 #[cfg(test)]
 mod tests;
@@ -253,12 +254,23 @@ pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
     config::configuration(&cx, &mut checks);
     binary::binary(&cx, &mut checks);
     binary::jemalloc(&cx, &mut checks);
+    let runtime = runtime_of(cx.process, &cx.extras);
     checks.push(runtime_check::runtime_check(
-        runtime_of(cx.process, &cx.extras),
+        runtime,
         cx.process,
         &cx.extras,
         facts.extras.is_some(),
     ));
+    if let (Runtime::Jvm, Some(process), true) = (runtime, cx.process, facts.extras.is_some()) {
+        checks.extend(jvm::jvm_checks(&jvm::JvmFacts {
+            pid: process.pid,
+            cmdline: &process.cmdline,
+            extras: &cx.extras,
+            asprof: facts.asprof.as_ref().and_then(|a| a.as_deref()),
+            paranoid: cx.probe.paranoid,
+            kptr_restrict: cx.probe.kptr_restrict,
+        }));
+    }
     checks
 }
 
