@@ -121,6 +121,8 @@ pub(super) struct Context<'a> {
     pub seccomp_blocks: bool,
     /// The 100 ms trial counted.
     pub trial_ok: bool,
+    /// What runs in the process.
+    pub runtime: Runtime,
 }
 
 /// The checklist.
@@ -236,12 +238,14 @@ pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
         .unwrap_or_else(|| probe.kernel.clone());
 
     let may_monitor = probe.may_monitor();
+    let extras = facts.extras.clone().unwrap_or_default();
     let cx = Context {
+        runtime: runtime_of(process, &extras),
         facts,
         container,
         process,
         kernel,
-        extras: facts.extras.clone().unwrap_or_default(),
+        extras,
         may_monitor,
         paranoid_blocks: probe.paranoid.is_some_and(|l| l > 1) && !may_monitor,
         seccomp_blocks: probe.seccomp == Some(2) && !may_monitor,
@@ -254,7 +258,7 @@ pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
     config::configuration(&cx, &mut checks);
     binary::binary(&cx, &mut checks);
     binary::jemalloc(&cx, &mut checks);
-    let runtime = runtime_of(cx.process, &cx.extras);
+    let runtime = cx.runtime;
     checks.push(runtime_check::runtime_check(
         runtime,
         cx.process,
