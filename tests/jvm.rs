@@ -151,6 +151,7 @@ fn auto_records_a_jvm_with_async_profiler_and_java_names() {
     let manifest = read_manifest(&stem);
     assert_eq!(manifest["engine"], "asprof");
     assert_eq!(manifest["runtime"], "jvm");
+    assert_eq!(manifest["runtime_version"], "Java 17");
     let event = manifest["events"][0].as_str().unwrap_or("");
     assert!(["cpu-clock", "ctimer"].contains(&event), "event {event}");
     let folded = folded_of(&stem);
