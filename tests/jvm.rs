@@ -197,13 +197,25 @@ fn wall_clock_shows_the_waiting_method() {
     let jvm = own_jvm("devprof-test-jvm-wall", "-XX:+PreserveFramePointer");
     let cwd = workdir();
     devprof(cwd.path())
-        .args(["cpu", &jvm.0, "5", "--wall"])
+        .args(["cpu", &jvm.0, "5", "--wall", "--asprof-html"])
         .assert()
         .success();
     let stem = only_capture(cwd.path(), &jvm.0, "perf-");
     let manifest = read_manifest(&stem);
     assert_eq!(manifest["engine"], "asprof");
     assert_eq!(manifest["events"][0], "wall");
+    // async-profiler's own flamegraph of the same recording, listed with the capture.
+    let html = std::fs::read_to_string(with_ext(&stem, "html")).unwrap();
+    assert!(
+        html.contains("sleepyWait"),
+        "the HTML flamegraph lacks sleepyWait"
+    );
+    assert!(
+        manifest["files"].to_string().contains(".html"),
+        "{}",
+        manifest["files"]
+    );
+    assert_eq!(devprof_leftovers(&jvm.0), "");
     let folded = folded_of(&stem);
     let sleepy: u64 = folded
         .stacks

@@ -59,8 +59,9 @@ pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Res
         (EngineChoice::Auto, _) => None,
     };
     match choose_engine(settings.engine, located.runtime, asprof.is_some()) {
-        EngineKind::Perf if settings.wall => Err(Error::Usage(format!(
-            "--wall needs async-profiler, which records JVMs only; '{}' runs a {} process",
+        EngineKind::Perf if settings.wall || settings.asprof_html => Err(Error::Usage(format!(
+            "{} needs async-profiler, which records JVMs only and was not found for '{}' (a {} process)",
+            if settings.wall { "--wall" } else { "--asprof-html" },
             located.container.name,
             located.runtime.name()
         ))),
@@ -87,6 +88,7 @@ pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Res
                 },
                 jvm: jvm::options(&located.process_facts, &located.process.cmdline),
                 process: located.process_facts.clone(),
+                html: settings.asprof_html,
             };
             run_with(&engine, located, settings, interrupts).await
         }
@@ -234,6 +236,7 @@ async fn record_and_analyse<E: Engine>(
 
     let job = CollectJob {
         shell: &target.shell,
+        pid: target.process.pid,
         workdir,
         recorded: &recording.output,
         stem: &stem,

@@ -82,6 +82,7 @@ pub const ARTIFACT_EXTENSIONS: &[&str] = &[
     "txt",
     "offcpu.folded",
     "offcpu.svg",
+    "html",
 ];
 
 /// Runs `window.argv` in the container with a progress bar over `duration`. The first

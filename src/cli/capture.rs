@@ -41,6 +41,10 @@ pub struct CpuArgs {
     #[arg(long)]
     pub wall: bool,
 
+    /// Also keep async-profiler's own HTML flamegraph of the capture as `<capture>.html`.
+    #[arg(long)]
+    pub asprof_html: bool,
+
     #[command(flatten)]
     pub process: ProcessArgs,
 

@@ -46,6 +46,8 @@ pub struct RecordCommand {
 /// What the recording command left behind, for `collect`.
 pub struct CollectJob<'a> {
     pub shell: &'a Shell,
+    /// The recorded process, as seen from `shell`.
+    pub pid: u32,
     pub workdir: &'a str,
     /// How the recording command ended (its standard error carries the engine's report).
     pub recorded: &'a ExecOutput,

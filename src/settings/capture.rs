@@ -21,6 +21,8 @@ pub struct CpuSettings {
     pub asprof_dir: Option<PathBuf>,
     /// Wall-clock instead of on-CPU (async-profiler).
     pub wall: bool,
+    /// Also keep async-profiler's own HTML flamegraph.
+    pub asprof_html: bool,
     pub target: String,
     pub duration: Duration,
     pub frequency: u32,
@@ -46,6 +48,11 @@ impl CpuSettings {
                 "--wall needs async-profiler (--engine asprof or auto on a JVM): perf samples on-CPU time only".into(),
             ));
         }
+        if args.asprof_html && engine == EngineChoice::Perf {
+            return Err(Error::Usage(
+                "--asprof-html keeps async-profiler's flamegraph: it needs --engine asprof or auto on a JVM".into(),
+            ));
+        }
         // Checked before anything runs: a wrong directory must not cost a capture window.
         let asprof_dir = match args.asprof.filter(|d| !d.as_os_str().is_empty()) {
             Some(dir) => Some(
@@ -59,6 +66,7 @@ impl CpuSettings {
             engine,
             asprof_dir,
             wall: args.wall,
+            asprof_html: args.asprof_html,
             target: target_of(args.target)?,
             duration: window_of(&args.duration)?,
             frequency: args.frequency,

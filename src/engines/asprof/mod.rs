@@ -45,6 +45,8 @@ pub struct AsprofEngine {
     pub jvm: JvmOptions,
     /// What /proc says about the JVM (its user, its capabilities).
     pub process: ProcessFacts,
+    /// Also keep async-profiler's own HTML flamegraph (`<stem>.html`).
+    pub html: bool,
 }
 
 /// What `prepare` settled: where asprof is in the container, the event it samples, the
@@ -67,6 +69,8 @@ pub struct AsprofReady {
 
 /// Collapsed stacks in the workdir.
 const OUTPUT_NAME: &str = "asprof.collapsed";
+/// async-profiler's own flamegraph in the workdir, with --asprof-html.
+const HTML_NAME: &str = "asprof.html";
 
 /// The event for a CPU profile: perf_events' cpu-clock where the kernel lets the JVM's own
 /// user open perf events on itself (what async-profiler checks before it falls back), else
@@ -100,6 +104,43 @@ pub fn interval_ns(hz: u32) -> u64 {
 impl AsprofEngine {
     fn asprof(ready: &AsprofReady) -> String {
         format!("{}/{ASPROF_BIN}", ready.home)
+    }
+
+    /// async-profiler's own flamegraph of the same recording (a stopped profiler still
+    /// holds its samples until the next start), brought home as `<stem>.html`.
+    async fn keep_html(&self, ready: &AsprofReady, job: &CollectJob<'_>) -> Result<()> {
+        let html = format!("{}/{HTML_NAME}", job.workdir);
+        let pid = job.pid.to_string();
+        let out = job
+            .shell
+            .run_as(
+                &ready.user,
+                &[
+                    &Self::asprof(ready),
+                    "dump",
+                    "-o",
+                    "flamegraph",
+                    "-f",
+                    &html,
+                    &pid,
+                ],
+            )
+            .await?;
+        if !out.success() {
+            return Err(Error::PerfFailed {
+                container: job.shell.container().to_string(),
+                step: "asprof dump -o flamegraph".into(),
+                detail: first_error_line(&format!("{}\n{}", out.stderr, out.stdout)),
+            });
+        }
+        let name = job.stem.file_name("html");
+        job.shell
+            .docker()
+            .download(job.shell.container(), &html, job.stem.dir(), move |entry| {
+                (entry == std::path::Path::new(HTML_NAME)).then(|| PathBuf::from(&name))
+            })
+            .await
+            .map(|_| ())
     }
 }
 
@@ -286,7 +327,7 @@ impl Engine for AsprofEngine {
 
     async fn collect<'a>(
         &'a self,
-        _ready: &'a AsprofReady,
+        ready: &'a AsprofReady,
         job: &'a CollectJob<'a>,
     ) -> Result<Collected> {
         let output = format!("{}/{OUTPUT_NAME}", job.workdir);
@@ -305,9 +346,14 @@ impl Engine for AsprofEngine {
                 detail: first_error_line(&job.recorded.stderr),
             });
         }
+        let mut raw_files = Vec::new();
+        if self.html {
+            self.keep_html(ready, job).await?;
+            raw_files.push("html");
+        }
         Ok(Collected {
             folded,
-            raw_files: Vec::new(),
+            raw_files,
             reported_samples: None,
             lost_chunks: None,
             stderr: job.recorded.stderr.clone(),
@@ -352,6 +398,7 @@ mod tests {
             mode: AsprofMode::Cpu,
             jvm: JvmOptions::default(),
             process: ProcessFacts::default(),
+            html: false,
         };
         let job = RecordJob {
             pid: 7,
