@@ -128,6 +128,11 @@ pub struct ComposeArgs {
     #[arg(long)]
     pub heap: bool,
 
+    /// Also give the services the JVM profile: -XX:+PreserveFramePointer in
+    /// JAVA_TOOL_OPTIONS (whole Java stacks for perf), added to what is there.
+    #[arg(long)]
+    pub jvm: bool,
+
     /// With --heap: one jemalloc sample per 2^N allocated bytes (jemalloc's default 19).
     #[arg(long, value_name = "N", default_value_t = 19)]
     pub lg_prof_sample: u32,

@@ -80,6 +80,7 @@ pub async fn run(args: ComposeArgs) -> Result<()> {
         caps: choice.caps.clone(),
         privileged: settings.privileged,
         heap: settings.heap.then_some(settings.lg_prof_sample),
+        jvm: settings.jvm,
         images: settings.images.clone(),
         volume: VOLUME.to_string(),
         header: format!(
@@ -104,6 +105,9 @@ pub async fn run(args: ComposeArgs) -> Result<()> {
     ));
     if settings.heap {
         given.push("jemalloc heap profiling (_RJEM_MALLOC_CONF and MALLOC_CONF)".into());
+    }
+    if settings.jvm {
+        given.push("the JVM profile (-XX:+PreserveFramePointer in JAVA_TOOL_OPTIONS)".into());
     }
     if settings.privileged {
         given.push("privileged".into());

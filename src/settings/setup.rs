@@ -185,6 +185,8 @@ pub struct ComposeSettings {
     /// Empty: the services that run a profiling image.
     pub services: Vec<String>,
     pub heap: bool,
+    /// The JVM profile: -XX:+PreserveFramePointer in JAVA_TOOL_OPTIONS.
+    pub jvm: bool,
     pub lg_prof_sample: u32,
     /// (service or None for every chosen service, image)
     pub images: Vec<(Option<String>, String)>,
@@ -262,6 +264,7 @@ impl ComposeSettings {
             file,
             services,
             heap: args.heap,
+            jvm: args.jvm,
             lg_prof_sample: args.lg_prof_sample,
             images,
             sys_admin: args.sys_admin,

@@ -57,6 +57,8 @@ pub struct OverrideOptions {
     pub privileged: bool,
     /// jemalloc heap profiling: `lg_prof_sample`.
     pub heap: Option<u32>,
+    /// The JVM profile: -XX:+PreserveFramePointer in JAVA_TOOL_OPTIONS.
+    pub jvm: bool,
     /// (service or None for all chosen ones, image)
     pub images: Vec<(Option<String>, String)>,
     /// The named volume mounted at `PROFILING_DIR`.
@@ -72,6 +74,23 @@ pub const PROFILING_DIR: &str = "/profiling";
 pub fn jemalloc_conf(service: &str, lg_prof_sample: u32) -> String {
     format!(
         "prof:true,prof_active:true,prof_accum:true,lg_prof_sample:{lg_prof_sample},lg_prof_interval:-1,prof_prefix:{PROFILING_DIR}/jeprof.{service}"
+    )
+}
+
+/// JAVA_TOOL_OPTIONS with -XX:+PreserveFramePointer added to `old` (the JVM takes the last
+/// setting of a flag); None when it is already on.
+pub fn with_frame_pointers(old: Option<&str>) -> Option<String> {
+    let old = old.unwrap_or("").trim();
+    let last = old
+        .split_whitespace()
+        .rfind(|w| w.ends_with("PreserveFramePointer"));
+    if last == Some("-XX:+PreserveFramePointer") {
+        return None;
+    }
+    Some(
+        format!("{old} -XX:+PreserveFramePointer")
+            .trim_start()
+            .to_string(),
     )
 }
 
@@ -153,9 +172,23 @@ pub fn make_override(
         if !volumes.is_empty() {
             spec.insert("volumes".into(), Value::Sequence(volumes));
         }
+        let mut env = Mapping::new();
+        if options.jvm {
+            let old = service
+                .environment
+                .get("JAVA_TOOL_OPTIONS")
+                .map(String::as_str);
+            match with_frame_pointers(old) {
+                Some(value) => {
+                    env.insert("JAVA_TOOL_OPTIONS".into(), value.into());
+                }
+                None => notes.push(format!(
+                    "{name}: JAVA_TOOL_OPTIONS already has -XX:+PreserveFramePointer; left as it is"
+                )),
+            }
+        }
         if let Some(lg) = options.heap {
             let conf = jemalloc_conf(name, lg);
-            let mut env = Mapping::new();
             for var in ["_RJEM_MALLOC_CONF", "MALLOC_CONF"] {
                 match service.environment.get(var) {
                     Some(old)
@@ -174,9 +207,9 @@ pub fn make_override(
                     }
                 }
             }
-            if !env.is_empty() {
-                spec.insert("environment".into(), Value::Mapping(env));
-            }
+        }
+        if !env.is_empty() {
+            spec.insert("environment".into(), Value::Mapping(env));
         }
         services.insert(name.clone().into(), Value::Mapping(spec));
     }
@@ -214,6 +247,22 @@ mod tests {
     ));
 
     #[test]
+    fn the_jvm_profile_adds_frame_pointers_to_what_is_there() {
+        assert_eq!(
+            with_frame_pointers(None).as_deref(),
+            Some("-XX:+PreserveFramePointer")
+        );
+        assert_eq!(
+            with_frame_pointers(Some("-Xmx2g -XX:-PreserveFramePointer")).as_deref(),
+            Some("-Xmx2g -XX:-PreserveFramePointer -XX:+PreserveFramePointer")
+        );
+        assert_eq!(
+            with_frame_pointers(Some("-XX:+PreserveFramePointer -Xss1m")),
+            None
+        );
+    }
+
+    #[test]
     fn override_for_the_demo_devnet_adds_only_what_is_missing() {
         let file = parse(DEMO, &vars(&[])).unwrap();
         let choice = choose_capabilities(
@@ -231,6 +280,7 @@ mod tests {
                 caps: choice.caps,
                 privileged: false,
                 heap: Some(19),
+                jvm: false,
                 images: vec![],
                 volume: "devprof-profiling".into(),
                 header: "made by devprof".into(),
@@ -261,6 +311,7 @@ mod tests {
                 caps: vec!["SYS_ADMIN".into(), "SYS_PTRACE".into()],
                 privileged: false,
                 heap: Some(19),
+                jvm: false,
                 images: vec![],
                 volume: "devprof-profiling".into(),
                 header: String::new(),
@@ -321,6 +372,7 @@ mod tests {
                 caps: choice.caps,
                 privileged: false,
                 heap: None,
+                jvm: false,
                 images: vec![
                     (Some("node".into()), "op-reth:profiling".into()),
                     (None, "other:1".into()),
@@ -353,6 +405,7 @@ mod tests {
                 caps: vec![],
                 privileged: false,
                 heap: None,
+                jvm: false,
                 images: vec![],
                 volume: "v".into(),
                 header: String::new()
@@ -373,6 +426,7 @@ mod tests {
                 caps: vec!["PERFMON".into()],
                 privileged: true,
                 heap: None,
+                jvm: false,
                 images: vec![],
                 volume: "v".into(),
                 header: String::new(),
