@@ -90,7 +90,7 @@ pub const NO_FRAME_POINTER_WARNING: &str =
     "the JVM runs without -XX:+PreserveFramePointer: perf's frame-pointer stacks through \
      JIT-compiled Java code come out cut short. Start it with the flag, e.g. set \
      JAVA_TOOL_OPTIONS=-XX:+PreserveFramePointer in the service's environment (compose \
-     `environment:`) and recreate the container";
+     `environment:`, or `devprof compose --services SERVICE --jvm`) and recreate the container";
 
 /// The warning for a perf capture of a JVM that refuses attach.
 pub fn attach_disabled_warning(options: &JvmOptions) -> String {
