@@ -468,3 +468,37 @@ fn sigint_stops_async_profiler_early_and_keeps_the_profile() {
     assert!(status.contains("not active"), "{status}");
     assert_eq!(devprof_leftovers(&jvm.0), "");
 }
+
+#[test]
+fn without_async_profiler_auto_falls_back_to_perf_and_asprof_says_how_to_get_it() {
+    if !jvm_ready("without_async_profiler_auto_falls_back_to_perf_and_asprof_says_how_to_get_it") {
+        return;
+    }
+    let jvm = own_jvm("devprof-test-jvm-noasprof", "-XX:+PreserveFramePointer");
+    docker_ok(&[
+        "exec",
+        "-u",
+        "0",
+        &jvm.0,
+        "rm",
+        "-rf",
+        "/opt/async-profiler",
+    ]);
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", &jvm.0, "3", "--engine", "asprof"])
+        .assert()
+        .code(5)
+        .stderr(
+            predicate::str::contains("async-profiler is not in container")
+                .and(predicate::str::contains("--asprof DIR")),
+        );
+    assert!(!cwd.path().join("profiling").exists());
+    devprof(cwd.path())
+        .args(["cpu", &jvm.0, "3", "--mode", "exec"])
+        .assert()
+        .success();
+    let stem = only_capture(cwd.path(), &jvm.0, "perf-");
+    assert_eq!(read_manifest(&stem)["engine"], "perf");
+    assert_eq!(devprof_leftovers(&jvm.0), "");
+}
