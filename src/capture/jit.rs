@@ -43,9 +43,10 @@ pub async fn write_jvm_perf_map<R>(
         )));
     }
     if target.sidecar.is_some() {
-        // The sidecar shares the target's pids but not its /tmp; perf there reads
-        // /tmp/perf-<pid>.map of its own filesystem. The sidecar is devprof's own and is
-        // removed with the capture.
+        // The sidecar shares the target's pids but not its /tmp. perf enters the target's
+        // mount namespace to read the map when it may (CAP_SYS_ADMIN); with fewer rights
+        // it reads the sidecar's own /tmp. The sidecar is devprof's and goes with the
+        // capture.
         let map = format!("/tmp/perf-{pid}.map");
         let script = format!(
             "cp {src} {dst}.devprof && mv -f {dst}.devprof {dst}",
