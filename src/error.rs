@@ -104,6 +104,26 @@ pub enum Error {
         fixes: Vec<String>,
     },
 
+    #[error(
+        "the JVM (pid {pid}) in container '{container}' was started with -XX:+DisableAttachMechanism (from {flag_source}): \
+         async-profiler cannot attach to it\n  \
+         fix: remove -XX:+DisableAttachMechanism from its options and recreate the container, or record with \
+         --engine perf (Java frames then stay unnamed: the JVM cannot be asked for a perf map either)"
+    )]
+    JvmAttachDisabled {
+        container: String,
+        pid: u32,
+        flag_source: String,
+    },
+
+    #[error(
+        "async-profiler is not in container '{container}' (looked for asprof on PATH, in $ASYNC_PROFILER_HOME and \
+         /opt/*async-profiler*/)\n  \
+         fix: download a release for the container's architecture (github.com/async-profiler/async-profiler, \
+         releases), unpack it on this host and pass --asprof DIR (or DEVPROF_ASPROF); or record with --engine perf"
+    )]
+    AsprofMissing { container: String },
+
     #[error("perf failed in container '{container}' ({step}): {detail}")]
     PerfFailed {
         container: String,
@@ -273,7 +293,9 @@ impl Error {
             Error::PerfMissing { .. }
             | Error::ToolMissing { .. }
             | Error::PerfDenied { .. }
-            | Error::PerfFailed { .. } => exit::PROFILER,
+            | Error::PerfFailed { .. }
+            | Error::JvmAttachDisabled { .. }
+            | Error::AsprofMissing { .. } => exit::PROFILER,
             Error::NoSamples { .. } => exit::NO_DATA,
             Error::UnknownEvent { .. } => exit::USAGE,
             Error::NoEvents { .. }

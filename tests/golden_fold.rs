@@ -124,3 +124,31 @@ fn tracepoint_samples_keep_their_thread_and_stack() {
         );
     }
 }
+
+/// Real async-profiler output from demo-jvm (`asprof collect -t -o collapsed`, 3 s of
+/// `ctimer` and 2 s of `wall`): read as folded stacks, thread roots kept, streamed or not.
+#[test]
+fn async_profiler_collapsed_output_reads_as_folded_stacks() {
+    let cpu = include_str!("data/runtimes/asprof-demo-jvm.collapsed");
+    let folded = Folded::from_folded_reader(BufReader::new(cpu.as_bytes())).expect("read");
+    assert_eq!(folded, Folded::from_folded_text(cpu));
+    assert_eq!(folded.total(), 63);
+    let top = devprof::profile::top::by_self(&folded, 2);
+    assert_eq!(top[0].name, "DemoJvm.hashChain");
+    assert_eq!(top[0].samples, 44);
+    assert_eq!(top[1].name, "DemoJvm.sortChunk");
+    assert!(folded
+        .stacks
+        .iter()
+        .all(|(s, _)| s.starts_with('[') && s.split(';').next().unwrap().contains(" tid=")));
+
+    let wall = include_str!("data/runtimes/asprof-wall-demo-jvm.collapsed");
+    let folded = Folded::from_folded_text(wall);
+    let sleepy: u64 = folded
+        .stacks
+        .iter()
+        .filter(|(s, _)| s.starts_with("[sleepy-wait") && s.contains("DemoJvm.sleepyWait"))
+        .map(|(_, c)| c)
+        .sum();
+    assert!(sleepy > 0, "no sleepyWait in the wall-clock profile");
+}

@@ -4,7 +4,8 @@
 
 use super::manifest::{manifest_for, subtitle, ManifestBase, Sampling};
 use super::session::{cleanup_workdir, make_workdir, record, Window};
-use super::{find_target, locate, Located, Target};
+use super::{find_target, jit, locate, Located, Target};
+use crate::engines::asprof::{release, AsprofEngine, AsprofMode, AsprofSource};
 use crate::engines::perf::PerfEngine;
 use crate::engines::pyspy::PySpyEngine;
 use crate::engines::{CollectJob, Collected, Engine, RecordCommand, RecordJob};
@@ -12,8 +13,10 @@ use crate::error::{Error, Result};
 use crate::profile::filter::{Preset, StackFilter};
 use crate::profile::stacks;
 use crate::render::{write_folded_file, write_svg_file, SvgSpec};
-use crate::runtime::{node_perf_map, python_perf_trampolines, PerfMap, Runtime, NODE_PERF_MAP_FIX};
-use crate::settings::{CallGraph, CpuSettings, EngineChoice};
+use crate::runtime::{
+    jvm, node_perf_map, python_perf_trampolines, PerfMap, Runtime, NODE_PERF_MAP_FIX,
+};
+use crate::settings::{CallGraph, CaptureMode, CpuSettings, EngineChoice};
 use crate::signals::Interrupts;
 use crate::store::{self, GraphRecord, Manifest, Stem};
 use crate::text::first_line;
@@ -43,8 +46,62 @@ pub struct CpuOutcome {
 
 pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Result<CpuOutcome> {
     let located = locate(&settings.target, &settings.process).await?;
-    match choose_engine(settings.engine, located.runtime) {
+    let asprof = match (settings.engine, located.runtime) {
+        (EngineChoice::Perf | EngineChoice::PySpy, _) => None,
+        (_, Runtime::Jvm) => match &settings.asprof_dir {
+            Some(dir) => Some(AsprofSource::Host(dir.clone())),
+            None => release::find_in_container(
+                &located.shell,
+                located.process_facts.env("ASYNC_PROFILER_HOME"),
+            )
+            .await
+            .map(AsprofSource::Container),
+        },
+        (EngineChoice::Asprof, runtime) => {
+            return Err(Error::Usage(format!(
+                "--engine asprof records JVMs only: pid {} ({}) in '{}' is a {} process; use --engine perf (or auto)",
+                located.process.pid,
+                located.process.cmdline,
+                located.container.name,
+                runtime.name()
+            )))
+        }
+        (EngineChoice::Auto, _) => None,
+    };
+    match choose_engine(settings.engine, located.runtime, asprof.is_some()) {
+        EngineKind::Perf if settings.wall || settings.asprof_html => Err(Error::Usage(format!(
+            "{} needs async-profiler, which records JVMs only and was not found for '{}' (a {} process)",
+            if settings.wall { "--wall" } else { "--asprof-html" },
+            located.container.name,
+            located.runtime.name()
+        ))),
         EngineKind::Perf => run_with(&PerfEngine, located, settings, interrupts).await,
+        EngineKind::Asprof => {
+            let Some(source) = asprof else {
+                return Err(Error::AsprofMissing {
+                    container: located.container.name.clone(),
+                });
+            };
+            if settings.placement.mode == CaptureMode::Sidecar {
+                return Err(Error::Usage(
+                    "async-profiler runs inside the JVM's container (the JVM loads its agent from there): \
+                     use --mode exec or auto with --engine asprof, or --engine perf in a sidecar"
+                        .into(),
+                ));
+            }
+            let engine = AsprofEngine {
+                source,
+                mode: if settings.wall {
+                    AsprofMode::Wall
+                } else {
+                    AsprofMode::Cpu
+                },
+                jvm: jvm::options(&located.process_facts, &located.process.cmdline),
+                process: located.process_facts.clone(),
+                html: settings.asprof_html,
+            };
+            run_with(&engine, located, settings, interrupts).await
+        }
         EngineKind::PySpy => {
             let engine = PySpyEngine {
                 native: settings.python.native,
@@ -85,14 +142,20 @@ fn no_py_spy(e: &Error) -> bool {
 enum EngineKind {
     Perf,
     PySpy,
+    Asprof,
 }
 
 /// The engine `choice` means for a process of `runtime`: py-spy for Python (perf sees
-/// only the interpreter's C frames), perf for everything else.
-fn choose_engine(choice: EngineChoice, runtime: Runtime) -> EngineKind {
-    match (choice, runtime) {
-        (EngineChoice::Auto, Runtime::Python) | (EngineChoice::PySpy, _) => EngineKind::PySpy,
-        (EngineChoice::Auto | EngineChoice::Perf, _) => EngineKind::Perf,
+/// only the interpreter's C frames), async-profiler for a JVM when there is one (in the
+/// container or from --asprof), perf for everything else.
+fn choose_engine(choice: EngineChoice, runtime: Runtime, asprof_available: bool) -> EngineKind {
+    match choice {
+        EngineChoice::Perf => EngineKind::Perf,
+        EngineChoice::PySpy => EngineKind::PySpy,
+        EngineChoice::Asprof => EngineKind::Asprof,
+        EngineChoice::Auto if runtime == Runtime::Python => EngineKind::PySpy,
+        EngineChoice::Auto if runtime == Runtime::Jvm && asprof_available => EngineKind::Asprof,
+        EngineChoice::Auto => EngineKind::Perf,
     }
 }
 
@@ -127,10 +190,22 @@ async fn capture_with<E: Engine>(
         return Err(Error::Interrupted);
     }
     let workdir = make_workdir(&target.shell).await?;
-    let result = record_and_analyse(engine, target, &workdir, settings, interrupts).await;
-    // Always, success or not: no recorder process and no temp file stay in the container
-    // (a stopped one took them with it and can run nothing).
+    let job = RecordJob {
+        pid: target.process.pid,
+        workdir: workdir.clone(),
+        duration: settings.duration,
+        frequency: settings.frequency,
+        call_graph: settings.call_graph,
+        process: target.process_facts.clone(),
+    };
+    let result = match engine.stage(&target.ready, &target.shell, &job).await {
+        Ok(()) => record_and_analyse(engine, target, &job, settings, interrupts).await,
+        Err(e) => Err(e),
+    };
+    // Always, success or not: no profiler still sampling, no recorder process and no temp
+    // file stay in the container (a stopped one took them with it and can run nothing).
     if !matches!(result, Err(Error::TargetStopped { .. })) {
+        engine.finish(&target.ready, &target.shell, &job).await;
         cleanup_workdir(&target.shell, &workdir).await;
     }
     result
@@ -139,10 +214,11 @@ async fn capture_with<E: Engine>(
 async fn record_and_analyse<E: Engine>(
     engine: &E,
     target: &Target<E::Ready>,
-    workdir: &str,
+    job: &RecordJob,
     settings: &CpuSettings,
     interrupts: &mut Interrupts,
 ) -> Result<CpuOutcome> {
+    let workdir = job.workdir.as_str();
     let container = &target.container.name;
     let ready = &target.ready;
     let event = engine.event(ready);
@@ -153,21 +229,21 @@ async fn record_and_analyse<E: Engine>(
         Local::now(),
     )?;
     let mut timings = BTreeMap::new();
+    let jvm_options = jvm::options(&target.process_facts, &target.process.cmdline);
+    let runtime_warnings = if engine.reads_perf_maps() {
+        jit::perf_map_warnings(target.runtime, &jvm_options)
+    } else {
+        Vec::new()
+    };
+    // Printed once, before the window: the user may want to fix them and start again.
+    for warning in &runtime_warnings {
+        eprintln!("warning: {warning}");
+    }
 
     let RecordCommand {
         argv: record_argv,
         user,
-    } = engine.record_command(
-        ready,
-        &RecordJob {
-            pid: target.process.pid,
-            workdir: workdir.to_string(),
-            duration: settings.duration,
-            frequency: settings.frequency,
-            call_graph: settings.call_graph,
-            process: target.process_facts.clone(),
-        },
-    );
+    } = engine.record_command(ready, job);
     let label = format!("recording {container} ({} Hz {event})", settings.frequency);
     let watch = target.watch();
     let window = Window {
@@ -199,6 +275,7 @@ async fn record_and_analyse<E: Engine>(
     manifest.call_graph = settings.call_graph.perf_arg().into();
     manifest.notes.extend(notes.iter().cloned());
     manifest.perf.record_command = record_argv.clone();
+    manifest.notes.extend(runtime_warnings);
     let mut warnings = Vec::new();
     if let Some(at) = recording.process_exited {
         warnings.push(format!(
@@ -207,9 +284,17 @@ async fn record_and_analyse<E: Engine>(
             at.as_secs()
         ));
     }
+    if engine.reads_perf_maps() && recording.process_exited.is_none() {
+        match jit::write_jvm_perf_map(target, &jvm_options).await {
+            Some(Ok(note)) => manifest.notes.push(note),
+            Some(Err(warning)) => warnings.push(warning),
+            None => {}
+        }
+    }
 
     let job = CollectJob {
         shell: &target.shell,
+        pid: target.process.pid,
         workdir,
         recorded: &recording.output,
         stem: &stem,
@@ -325,10 +410,15 @@ async fn record_and_analyse<E: Engine>(
         .then(|| node_perf_map(&target.process.cmdline, &target.process_facts));
     // Without its perf map a Node profile is unnamed for that reason, said below.
     if unsymbolized > UNSYMBOLIZED_WARNING && node_map.is_none_or(|m| m == PerfMap::Written) {
+        let fix = match target.runtime {
+            Runtime::Jvm => "JIT-compiled Java code is named only through the JVM's perf map or async-profiler: \
+                 record with --engine asprof (async-profiler in the container, or --asprof DIR), or let the JVM \
+                 accept jcmd (no -XX:+DisableAttachMechanism, jcmd from the JDK in the image)",
+            _ => "the binary lacks symbols/debuginfo or frame pointers. Build with debug info and \
+                 `-C force-frame-pointers=yes` (or `devprof build`), don't strip it, or record with --call-graph dwarf",
+        };
         warnings.push(format!(
-            "{:.0}% of frames are unsymbolized: the binary lacks symbols/debuginfo or frame pointers. \
-             Build with debug info and `-C force-frame-pointers=yes` (or `devprof build`), don't strip it, \
-             or record with --call-graph dwarf.",
+            "{:.0}% of frames are unsymbolized: {fix}.",
             unsymbolized * 100.0
         ));
     }
@@ -379,20 +469,33 @@ mod tests {
     #[test]
     fn python_goes_to_py_spy_unless_perf_is_asked_for() {
         assert_eq!(
-            choose_engine(EngineChoice::Auto, Runtime::Python),
+            choose_engine(EngineChoice::Auto, Runtime::Python, false),
             EngineKind::PySpy
         );
         assert_eq!(
-            choose_engine(EngineChoice::Perf, Runtime::Python),
+            choose_engine(EngineChoice::Perf, Runtime::Python, false),
             EngineKind::Perf
         );
         assert_eq!(
-            choose_engine(EngineChoice::Auto, Runtime::Node),
+            choose_engine(EngineChoice::Auto, Runtime::Node, false),
             EngineKind::Perf
         );
         assert_eq!(
-            choose_engine(EngineChoice::PySpy, Runtime::Native),
+            choose_engine(EngineChoice::PySpy, Runtime::Native, false),
             EngineKind::PySpy
+        );
+    }
+
+    #[test]
+    fn auto_takes_async_profiler_for_a_jvm_only_when_there_is_one() {
+        use EngineChoice::*;
+        assert_eq!(choose_engine(Auto, Runtime::Jvm, true), EngineKind::Asprof);
+        assert_eq!(choose_engine(Auto, Runtime::Jvm, false), EngineKind::Perf);
+        assert_eq!(choose_engine(Auto, Runtime::Native, true), EngineKind::Perf);
+        assert_eq!(choose_engine(Perf, Runtime::Jvm, true), EngineKind::Perf);
+        assert_eq!(
+            choose_engine(Asprof, Runtime::Jvm, false),
+            EngineKind::Asprof
         );
     }
 }

@@ -72,6 +72,12 @@ pub fn identity(
             user: facts.user_text(),
         },
         runtime: runtime.name().to_string(),
+        runtime_version: match runtime {
+            Runtime::Jvm => {
+                crate::runtime::jvm::version_from_path(&facts.exe).map(|v| format!("Java {v}"))
+            }
+            _ => None,
+        },
         ..Default::default()
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod cpu;
 pub mod heap;
+pub mod jit;
 pub mod liveness;
 pub mod manifest;
 pub mod offcpu;
@@ -135,7 +136,7 @@ impl<R> Target<R> {
     /// How devprof reached the process, for summaries and manifests.
     pub fn mode_description(&self) -> String {
         match &self.sidecar {
-            None => "exec (perf inside the container)".to_string(),
+            None => "exec (the profiler runs inside the container)".to_string(),
             Some(s) => format!(
                 "sidecar {} from {} with {}",
                 s.info.name, s.info.image, s.privileges

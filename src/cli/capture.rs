@@ -43,6 +43,19 @@ pub struct CpuArgs {
     /// py-spy: only samples of the thread holding the GIL (drops threads waiting for it).
     #[arg(long)]
     pub gil: bool,
+    /// An async-profiler release directory on this host (bin/asprof,
+    /// lib/libasyncProfiler.so), copied into the container when it has none.
+    #[arg(long, value_name = "DIR", env = "DEVPROF_ASPROF")]
+    pub asprof: Option<std::path::PathBuf>,
+
+    /// Wall-clock profile (async-profiler's `wall` event: running, sleeping and waiting
+    /// threads alike) instead of on-CPU time. JVM targets, asprof engine.
+    #[arg(long)]
+    pub wall: bool,
+
+    /// Also keep async-profiler's own HTML flamegraph of the capture as `<capture>.html`.
+    #[arg(long)]
+    pub asprof_html: bool,
 
     #[command(flatten)]
     pub process: ProcessArgs,
@@ -85,6 +98,8 @@ pub enum EngineArg {
     /// py-spy record (Python: the interpreter's own frames, from outside the process).
     #[value(name = "py-spy")]
     PySpy,
+    /// async-profiler (JVM targets: Java frames named by the JVM itself).
+    Asprof,
 }
 
 /// Where the recorder runs.

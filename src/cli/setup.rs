@@ -132,6 +132,10 @@ pub struct ComposeArgs {
     /// the perf map that names JavaScript functions.
     #[arg(long)]
     pub node: bool,
+    /// Also give the services the JVM profile: -XX:+PreserveFramePointer in
+    /// JAVA_TOOL_OPTIONS (whole Java stacks for perf), added to what is there.
+    #[arg(long)]
+    pub jvm: bool,
 
     /// With --heap: one jemalloc sample per 2^N allocated bytes (jemalloc's default 19).
     #[arg(long, value_name = "N", default_value_t = 19)]

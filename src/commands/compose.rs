@@ -81,6 +81,7 @@ pub async fn run(args: ComposeArgs) -> Result<()> {
         privileged: settings.privileged,
         heap: settings.heap.then_some(settings.lg_prof_sample),
         node: settings.node,
+        jvm: settings.jvm,
         images: settings.images.clone(),
         volume: VOLUME.to_string(),
         header: format!(
@@ -105,6 +106,9 @@ pub async fn run(args: ComposeArgs) -> Result<()> {
     ));
     if settings.heap {
         given.push("jemalloc heap profiling (_RJEM_MALLOC_CONF and MALLOC_CONF)".into());
+    }
+    if settings.jvm {
+        given.push("the JVM profile (-XX:+PreserveFramePointer in JAVA_TOOL_OPTIONS)".into());
     }
     if settings.privileged {
         given.push("privileged".into());

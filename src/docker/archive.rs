@@ -2,11 +2,14 @@
 //! and directories are accepted; an absolute path, a `..` component, a link or a device
 //! entry rejects the archive, and nothing is written outside the destination directory.
 //! Files are created new, never overwriting, and never through an existing symlink.
-//! `Docker::download` streams the archive from the engine into the extractor.
+//! `Docker::download` streams the archive from the engine into the extractor;
+//! `Docker::upload_files` sends chosen host files into a container directory.
 
 use super::{api_error, pipe, Docker};
 use crate::error::{Error, Result as DevprofResult};
-use bollard::query_parameters::DownloadFromContainerOptionsBuilder;
+use bollard::query_parameters::{
+    DownloadFromContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+};
 use futures_util::StreamExt;
 use std::fs;
 use std::io::{self, Read};
@@ -211,9 +214,124 @@ impl Docker {
     }
 }
 
+/// One host file to send into a container: where it is, its path relative to the
+/// destination directory (plain components only), and its mode.
+#[derive(Debug, Clone)]
+pub struct UploadFile {
+    pub source: PathBuf,
+    pub name: String,
+    pub mode: u32,
+}
+
+/// A tar archive of `files`, owned by `uid:gid` (directories made as needed).
+pub fn archive_of(files: &[UploadFile], uid: u32, gid: u32) -> io::Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut dirs: Vec<String> = Vec::new();
+    for file in files {
+        let relative = Path::new(&file.name);
+        if relative
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_)))
+        {
+            return Err(io::Error::other(format!(
+                "{} is not a plain relative path",
+                file.name
+            )));
+        }
+        let mut parent = String::new();
+        for part in relative.parent().into_iter().flat_map(|p| p.components()) {
+            parent = format!("{parent}{}/", part.as_os_str().to_string_lossy());
+            if !dirs.contains(&parent) {
+                let mut header = tar::Header::new_gnu();
+                header.set_entry_type(tar::EntryType::Directory);
+                header.set_mode(0o755);
+                header.set_uid(uid.into());
+                header.set_gid(gid.into());
+                header.set_size(0);
+                builder.append_data(&mut header, &parent, io::empty())?;
+                dirs.push(parent.clone());
+            }
+        }
+        let data = fs::read(&file.source)?;
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(file.mode);
+        header.set_uid(uid.into());
+        header.set_gid(gid.into());
+        header.set_size(data.len() as u64);
+        builder.append_data(&mut header, &file.name, data.as_slice())?;
+    }
+    builder.into_inner()
+}
+
+impl Docker {
+    /// Sends `files` into the existing directory `dest_dir` of the container, owned by
+    /// `uid:gid`, through the archive API.
+    pub async fn upload_files(
+        &self,
+        container: &str,
+        dest_dir: &str,
+        files: &[UploadFile],
+        uid: u32,
+        gid: u32,
+    ) -> DevprofResult<()> {
+        let archive = archive_of(files, uid, gid)
+            .map_err(|e| Error::io(format!("pack files for {container}"), e))?;
+        let options = UploadToContainerOptionsBuilder::default()
+            .path(dest_dir)
+            .no_overwrite_dir_non_dir("true")
+            .build();
+        self.client
+            .upload_to_container(container, Some(options), bollard::body_full(archive.into()))
+            .await
+            .map_err(|e| api_error(&format!("copy files into {dest_dir} of {container}"), e))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uploads_are_packed_with_their_directories_modes_and_owner() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("asprof");
+        fs::write(&src, b"binary").unwrap();
+        let files = [UploadFile {
+            source: src.clone(),
+            name: "bin/asprof".into(),
+            mode: 0o755,
+        }];
+        let packed = archive_of(&files, 1000, 1001).unwrap();
+        let mut archive = tar::Archive::new(packed.as_slice());
+        let entries: Vec<(String, u32, u64, u64)> = archive
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let h = e.header();
+                (
+                    e.path().unwrap().display().to_string(),
+                    h.mode().unwrap(),
+                    h.uid().unwrap(),
+                    h.gid().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            entries,
+            vec![
+                ("bin/".to_string(), 0o755, 1000, 1001),
+                ("bin/asprof".to_string(), 0o755, 1000, 1001)
+            ]
+        );
+        let escaping = [UploadFile {
+            source: src,
+            name: "../etc/passwd".into(),
+            mode: 0o644,
+        }];
+        assert!(archive_of(&escaping, 0, 0).is_err());
+    }
 
     /// A tar stream with raw header names, including ones `tar::Builder` refuses to
     /// write; real engines never send these, so the hostile archives are hand-made here.

@@ -8,6 +8,7 @@
 //! Adding an engine is a new module here implementing `Engine`, and one arm where the cpu
 //! recipe picks the engine for the target's runtime.
 
+pub mod asprof;
 pub mod perf;
 pub mod pyspy;
 
@@ -46,6 +47,8 @@ pub struct RecordCommand {
 /// What the recording command left behind, for `collect`.
 pub struct CollectJob<'a> {
     pub shell: &'a Shell,
+    /// The recorded process, as seen from `shell`.
+    pub pid: u32,
     pub workdir: &'a str,
     /// How the recording command ended (its standard error carries the engine's report).
     pub recorded: &'a ExecOutput,
@@ -103,6 +106,36 @@ pub trait Engine: Sync {
     /// ladder (None: the engine needs what perf needs).
     fn sidecar_minimum(&self) -> Option<(&'static [&'static str], &'static str)> {
         None
+    }
+
+    /// Whether the engine names JIT-compiled code through the runtime's perf map
+    /// (/tmp/perf-<pid>.map), which the capture then asks the runtime to write before the
+    /// engine reads its samples.
+    fn reads_perf_maps(&self) -> bool {
+        false
+    }
+
+    /// After the capture's workdir exists, before the window: puts in place what the
+    /// recording command needs there (tools copied in, ownership for an engine that runs
+    /// as the process's user).
+    fn stage<'a>(
+        &'a self,
+        _ready: &'a Self::Ready,
+        _shell: &'a Shell,
+        _job: &'a RecordJob,
+    ) -> impl Future<Output = Result<()>> + Send + 'a {
+        async { Ok(()) }
+    }
+
+    /// Always after the window, success or not, before the workdir is removed: makes sure
+    /// nothing of the engine keeps running in the target (an agent that samples on).
+    fn finish<'a>(
+        &'a self,
+        _ready: &'a Self::Ready,
+        _shell: &'a Shell,
+        _job: &'a RecordJob,
+    ) -> impl Future<Output = ()> + Send + 'a {
+        async {}
     }
 
     /// The binary that records, for the manifest.

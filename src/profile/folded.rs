@@ -23,9 +23,20 @@ impl Folded {
     /// Parses folded text (`frame;frame;frame count` lines), demangling every frame and
     /// merging stacks that become identical.
     pub fn from_folded_text(text: &str) -> Self {
+        Self::from_folded_reader(text.as_bytes()).unwrap_or_default()
+    }
+
+    /// `from_folded_text` over a reader, line by line (async-profiler's collapsed output
+    /// streamed out of a container): memory grows with distinct stacks only.
+    pub fn from_folded_reader<R: BufRead>(mut reader: R) -> io::Result<Self> {
         let mut merged: HashMap<String, u64> = HashMap::new();
         let mut cache: HashMap<String, String> = HashMap::new();
-        for line in text.lines() {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 {
+                break;
+            }
             let Some((stack, count)) = line.trim_end().rsplit_once(' ') else {
                 continue;
             };
@@ -45,7 +56,7 @@ impl Folded {
         }
         let mut stacks: Vec<(String, u64)> = merged.into_iter().collect();
         stacks.sort();
-        Folded { stacks }
+        Ok(Folded { stacks })
     }
 
     /// Builds from `(stack, count)` pairs, sorted; zero counts are dropped.

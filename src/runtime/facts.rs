@@ -32,6 +32,7 @@ while read -r k a b _; do
     Gid:) printf 'gid\t%s\n' "$b";;
     SigCgt:) printf 'sigcgt\t%s\n' "$a";;
     NSpid:) printf 'nspid\t%s\n' "$a";;
+    CapEff:) printf 'capeff\t%s\n' "$a";;
   esac
 done < /proc/$p/status 2>/dev/null
 uid=$(awk '/^Uid:/ {print $3}' /proc/$p/status 2>/dev/null)
@@ -70,6 +71,8 @@ pub struct ProcessFacts {
     pub user: Option<String>,
     /// The caught-signal mask (hex).
     pub sigcgt: Option<String>,
+    /// The process's effective capabilities (a bit per capability number).
+    pub cap_eff: Option<u64>,
     /// The watched variables that are set.
     pub env: Vec<(String, String)>,
     /// Runtime libraries mapped (libjemalloc, libjvm, libnode, libpython, ...).
@@ -94,6 +97,7 @@ impl ProcessFacts {
                 "gid" => facts.gid = value.trim().parse().ok(),
                 "user" if !value.is_empty() => facts.user = Some(value.to_string()),
                 "sigcgt" => facts.sigcgt = Some(value.trim().to_string()),
+                "capeff" => facts.cap_eff = u64::from_str_radix(value.trim(), 16).ok(),
                 "env" => {
                     if let Some((k, v)) = value.split_once('=') {
                         facts.env.push((k.to_string(), v.to_string()));
@@ -158,13 +162,14 @@ mod tests {
     fn parses_what_the_script_prints() {
         let f = ProcessFacts::parse(
             "exe\t/usr/lib/jvm/java-17-openjdk-amd64/bin/java (deleted)\ncwd\t/app\ncomm\tjava\n\
-             uid\t1000\ngid\t1000\nsigcgt\t0000000000000000\nuser\tapp\n\
+             uid\t1000\ngid\t1000\nsigcgt\t0000000000000000\nuser\tapp\ncapeff\t0000000000000000\n\
              env\tJAVA_TOOL_OPTIONS=-XX:+PreserveFramePointer\n\
              lib\t/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so\n\
              lib\t/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so\nperfmap\t1\n",
         );
         assert_eq!(f.exe, "/usr/lib/jvm/java-17-openjdk-amd64/bin/java");
         assert_eq!((f.uid, f.gid), (Some(1000), Some(1000)));
+        assert_eq!(f.cap_eff, Some(0));
         assert_eq!(f.exec_user().as_deref(), Some("1000:1000"));
         assert_eq!(f.user_text(), "app (1000)");
         assert_eq!(

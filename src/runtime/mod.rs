@@ -3,6 +3,7 @@
 //! stacks). `facts` reads what /proc shows about the process; detection here is pure.
 
 pub mod facts;
+pub mod jvm;
 
 pub use facts::ProcessFacts;
 

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{Selection, Signal};
 use crate::profile::heap::parse::Measure;
 use crate::profile::offcpu::config::{self, EventConfig};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -19,6 +19,12 @@ pub struct CpuSettings {
     pub engine: EngineChoice,
     /// py-spy's options (Python targets).
     pub python: PythonOptions,
+    /// A validated async-profiler release directory on this host.
+    pub asprof_dir: Option<PathBuf>,
+    /// Wall-clock instead of on-CPU (async-profiler).
+    pub wall: bool,
+    /// Also keep async-profiler's own HTML flamegraph.
+    pub asprof_html: bool,
     pub target: String,
     pub duration: Duration,
     pub frequency: u32,
@@ -46,14 +52,36 @@ impl CpuSettings {
                 args.frequency
             )));
         }
+        let engine: EngineChoice = args.engine.into();
+        if args.wall && matches!(engine, EngineChoice::Perf | EngineChoice::PySpy) {
+            return Err(Error::Usage(
+                "--wall needs async-profiler (--engine asprof or auto on a JVM): perf samples on-CPU time only".into(),
+            ));
+        }
+        if args.asprof_html && matches!(engine, EngineChoice::Perf | EngineChoice::PySpy) {
+            return Err(Error::Usage(
+                "--asprof-html keeps async-profiler's flamegraph: it needs --engine asprof or auto on a JVM".into(),
+            ));
+        }
+        // Checked before anything runs: a wrong directory must not cost a capture window.
+        let asprof_dir = match args.asprof.filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => Some(
+                asprof_release_dir(&dir)
+                    .map_err(|e| Error::Usage(format!("--asprof / DEVPROF_ASPROF: {e}")))?,
+            ),
+            None => None,
+        };
         Ok(CpuSettings {
             placement: placement_of(args.placement, window_of(&args.duration)?)?,
-            engine: args.engine.into(),
+            engine,
             python: PythonOptions {
                 native: args.native,
                 idle: args.idle,
                 gil: args.gil,
             },
+            asprof_dir,
+            wall: args.wall,
+            asprof_html: args.asprof_html,
             target: target_of(args.target)?,
             duration: window_of(&args.duration)?,
             frequency: args.frequency,
@@ -65,6 +93,65 @@ impl CpuSettings {
             json: args.json,
         })
     }
+}
+
+/// async-profiler's launcher, relative to a release directory.
+pub const ASPROF_BIN: &str = "bin/asprof";
+/// The agent library the JVM loads, relative to a release directory.
+pub const AGENT_LIB: &str = "lib/libasyncProfiler.so";
+
+/// Checks that `dir` on this host is an async-profiler release directory; Err says what
+/// is wrong and what was expected.
+pub fn asprof_release_dir(dir: &Path) -> Result<PathBuf, String> {
+    let expected = "an async-profiler release directory (the unpacked release tarball: bin/asprof and lib/libasyncProfiler.so)";
+    if !dir.is_dir() {
+        return Err(format!(
+            "{} is not a directory; expected {expected}",
+            dir.display()
+        ));
+    }
+    for (name, executable) in [(ASPROF_BIN, true), (AGENT_LIB, false)] {
+        let path = dir.join(name);
+        let meta = std::fs::metadata(&path)
+            .map_err(|_| format!("{} has no {name}; expected {expected}", dir.display()))?;
+        if !meta.is_file() {
+            return Err(format!(
+                "{} is not a file; expected {expected}",
+                path.display()
+            ));
+        }
+        if !is_elf(&path) {
+            return Err(format!(
+                "{} is not a Linux (ELF) binary; expected {expected}",
+                path.display()
+            ));
+        }
+        if executable && !is_executable(&meta) {
+            return Err(format!("{} is not executable", path.display()));
+        }
+    }
+    dir.canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+fn is_elf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == *b"\x7fELF"
+}
+
+#[cfg(unix)]
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_meta: &std::fs::Metadata) -> bool {
+    true
 }
 
 /// Whether the summary symbolizes stacks.
@@ -208,4 +295,51 @@ fn heap_file_names(names: &[String]) -> Result<Vec<String>> {
         out.push(name.to_string());
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn release(dir: &Path, lib: &[u8], exe_mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        std::fs::write(dir.join(ASPROF_BIN), b"\x7fELF\x02\x01\x01").unwrap();
+        std::fs::set_permissions(
+            dir.join(ASPROF_BIN),
+            std::fs::Permissions::from_mode(exe_mode),
+        )
+        .unwrap();
+        std::fs::write(dir.join(AGENT_LIB), lib).unwrap();
+    }
+
+    #[test]
+    fn a_release_layout_is_accepted_and_anything_else_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let good = tmp.path().join("async-profiler-4.5-linux-x64");
+        release(&good, b"\x7fELF\x02", 0o755);
+        assert!(asprof_release_dir(&good).is_ok());
+
+        let e = asprof_release_dir(&tmp.path().join("missing")).unwrap_err();
+        assert!(e.contains("is not a directory") && e.contains("bin/asprof"));
+
+        let no_lib = tmp.path().join("no-lib");
+        release(&no_lib, b"", 0o755);
+        std::fs::remove_file(no_lib.join(AGENT_LIB)).unwrap();
+        let e = asprof_release_dir(&no_lib).unwrap_err();
+        assert!(e.contains("has no lib/libasyncProfiler.so"), "{e}");
+
+        let text_lib = tmp.path().join("text-lib");
+        release(&text_lib, b"not a library", 0o755);
+        assert!(asprof_release_dir(&text_lib)
+            .unwrap_err()
+            .contains("not a Linux (ELF) binary"));
+
+        let not_exec = tmp.path().join("not-exec");
+        release(&not_exec, b"\x7fELF", 0o644);
+        assert!(asprof_release_dir(&not_exec)
+            .unwrap_err()
+            .contains("is not executable"));
+    }
 }

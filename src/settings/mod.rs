@@ -39,6 +39,7 @@ pub enum EngineChoice {
     Auto,
     Perf,
     PySpy,
+    Asprof,
 }
 
 impl From<EngineArg> for EngineChoice {
@@ -47,6 +48,7 @@ impl From<EngineArg> for EngineChoice {
             EngineArg::Auto => EngineChoice::Auto,
             EngineArg::Perf => EngineChoice::Perf,
             EngineArg::PySpy => EngineChoice::PySpy,
+            EngineArg::Asprof => EngineChoice::Asprof,
         }
     }
 }

@@ -187,6 +187,8 @@ pub struct ComposeSettings {
     pub heap: bool,
     /// Node services: NODE_OPTIONS with V8's perf-map flag.
     pub node: bool,
+    /// The JVM profile: -XX:+PreserveFramePointer in JAVA_TOOL_OPTIONS.
+    pub jvm: bool,
     pub lg_prof_sample: u32,
     /// (service or None for every chosen service, image)
     pub images: Vec<(Option<String>, String)>,
@@ -265,6 +267,7 @@ impl ComposeSettings {
             services,
             heap: args.heap,
             node: args.node,
+            jvm: args.jvm,
             lg_prof_sample: args.lg_prof_sample,
             images,
             sys_admin: args.sys_admin,

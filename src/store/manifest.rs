@@ -67,6 +67,9 @@ pub struct Manifest {
     /// What runs in the process: native, jvm, node, python.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub runtime: String,
+    /// The runtime's version where the process shows it (a JVM's install path: `17`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_version: Option<String>,
     /// The engine that recorded (`perf`; empty in captures that used none, like heap).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub engine: String,

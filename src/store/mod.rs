@@ -26,6 +26,7 @@ pub const ARTIFACT_EXTENSIONS: &[&str] = &[
     "txt",
     "offcpu.folded",
     "offcpu.svg",
+    "html",
 ];
 
 /// A capture's file stem, e.g. `profiling/demo-seq/perf-20261122-101500`. Reserving one

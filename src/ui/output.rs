@@ -37,7 +37,10 @@ pub fn process_line(m: &Manifest) -> String {
         parts.push(format!("user {}", p.user));
     }
     if !m.runtime.is_empty() {
-        parts.push(m.runtime.clone());
+        match &m.runtime_version {
+            Some(version) => parts.push(format!("{} ({version})", m.runtime)),
+            None => parts.push(m.runtime.clone()),
+        }
     }
     let name = if p.comm.is_empty() {
         p.command_line.split_whitespace().next().unwrap_or("")

@@ -57,6 +57,10 @@ impl Engine for PerfEngine {
         Ok(PerfReady { perf, access })
     }
 
+    fn reads_perf_maps(&self) -> bool {
+        true
+    }
+
     fn tool(&self, ready: &PerfReady) -> Tool {
         Tool {
             path: ready.perf.path.clone(),

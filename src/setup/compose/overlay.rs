@@ -59,6 +59,8 @@ pub struct OverrideOptions {
     pub heap: Option<u32>,
     /// Node: NODE_OPTIONS gains the flag that makes V8 write its perf map.
     pub node: bool,
+    /// The JVM profile: -XX:+PreserveFramePointer in JAVA_TOOL_OPTIONS.
+    pub jvm: bool,
     /// (service or None for all chosen ones, image)
     pub images: Vec<(Option<String>, String)>,
     /// The named volume mounted at `PROFILING_DIR`.
@@ -74,6 +76,23 @@ pub const PROFILING_DIR: &str = "/profiling";
 pub fn jemalloc_conf(service: &str, lg_prof_sample: u32) -> String {
     format!(
         "prof:true,prof_active:true,prof_accum:true,lg_prof_sample:{lg_prof_sample},lg_prof_interval:-1,prof_prefix:{PROFILING_DIR}/jeprof.{service}"
+    )
+}
+
+/// JAVA_TOOL_OPTIONS with -XX:+PreserveFramePointer added to `old` (the JVM takes the last
+/// setting of a flag); None when it is already on.
+pub fn with_frame_pointers(old: Option<&str>) -> Option<String> {
+    let old = old.unwrap_or("").trim();
+    let last = old
+        .split_whitespace()
+        .rfind(|w| w.ends_with("PreserveFramePointer"));
+    if last == Some("-XX:+PreserveFramePointer") {
+        return None;
+    }
+    Some(
+        format!("{old} -XX:+PreserveFramePointer")
+            .trim_start()
+            .to_string(),
     )
 }
 
@@ -177,6 +196,20 @@ pub fn make_override(
                 }
             }
         }
+        if options.jvm {
+            let old = service
+                .environment
+                .get("JAVA_TOOL_OPTIONS")
+                .map(String::as_str);
+            match with_frame_pointers(old) {
+                Some(value) => {
+                    env.insert("JAVA_TOOL_OPTIONS".into(), value.into());
+                }
+                None => notes.push(format!(
+                    "{name}: JAVA_TOOL_OPTIONS already has -XX:+PreserveFramePointer; left as it is"
+                )),
+            }
+        }
         if let Some(lg) = options.heap {
             let conf = jemalloc_conf(name, lg);
             for var in ["_RJEM_MALLOC_CONF", "MALLOC_CONF"] {
@@ -237,6 +270,22 @@ mod tests {
     ));
 
     #[test]
+    fn the_jvm_profile_adds_frame_pointers_to_what_is_there() {
+        assert_eq!(
+            with_frame_pointers(None).as_deref(),
+            Some("-XX:+PreserveFramePointer")
+        );
+        assert_eq!(
+            with_frame_pointers(Some("-Xmx2g -XX:-PreserveFramePointer")).as_deref(),
+            Some("-Xmx2g -XX:-PreserveFramePointer -XX:+PreserveFramePointer")
+        );
+        assert_eq!(
+            with_frame_pointers(Some("-XX:+PreserveFramePointer -Xss1m")),
+            None
+        );
+    }
+
+    #[test]
     fn override_for_the_demo_devnet_adds_only_what_is_missing() {
         let file = parse(DEMO, &vars(&[])).unwrap();
         let choice = choose_capabilities(
@@ -255,6 +304,7 @@ mod tests {
                 privileged: false,
                 heap: Some(19),
                 node: false,
+                jvm: false,
                 images: vec![],
                 volume: "devprof-profiling".into(),
                 header: "made by devprof".into(),
@@ -286,6 +336,7 @@ mod tests {
                 privileged: false,
                 heap: Some(19),
                 node: false,
+                jvm: false,
                 images: vec![],
                 volume: "devprof-profiling".into(),
                 header: String::new(),
@@ -323,6 +374,7 @@ mod tests {
                 privileged: false,
                 heap: None,
                 node: true,
+                jvm: false,
                 images: vec![],
                 volume: "devprof-profiling".into(),
                 header: String::new(),
@@ -377,6 +429,7 @@ mod tests {
                 privileged: false,
                 heap: None,
                 node: false,
+                jvm: false,
                 images: vec![
                     (Some("node".into()), "op-reth:profiling".into()),
                     (None, "other:1".into()),
@@ -410,6 +463,7 @@ mod tests {
                 privileged: false,
                 heap: None,
                 node: false,
+                jvm: false,
                 images: vec![],
                 volume: "v".into(),
                 header: String::new()
@@ -431,6 +485,7 @@ mod tests {
                 privileged: true,
                 heap: None,
                 node: false,
+                jvm: false,
                 images: vec![],
                 volume: "v".into(),
                 header: String::new(),

@@ -73,6 +73,9 @@ pub struct DoctorFacts {
     pub perf: Option<Result<PerfTool, String>>,
     pub trial: Option<Trial>,
     pub extras: Option<ProcessExtras>,
+    /// For a JVM: async-profiler's release directory in the container (None inside: not
+    /// found).
+    pub asprof: Option<Option<String>>,
     /// The binary's path and what its ELF sections say.
     pub binary: Option<(String, Result<ElfReport, String>)>,
     /// The path `devprof cpu --mode` takes (auto: exec when it works, else the sidecar).

@@ -10,6 +10,7 @@ pub mod facts;
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{resolve_container, select_process};
 use crate::docker::{ContainerShell, Docker};
+use crate::engines::asprof::release;
 use crate::engines::perf::{self, EventStatus};
 use crate::error::Error;
 use crate::settings::setup::DoctorSettings;
@@ -102,6 +103,12 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
             } else {
                 (format!("/proc/{pid}/exe"), Err("the process's executable cannot be read (no readlink in the container, or not allowed)".into()))
             });
+            if checks::runtime_of(Some(p), &extras) == crate::runtime::Runtime::Jvm {
+                facts.asprof = Some(
+                    release::find_in_container(&shell, extras.process.env("ASYNC_PROFILER_HOME"))
+                        .await,
+                );
+            }
             facts.extras = Some(extras);
         }
     }

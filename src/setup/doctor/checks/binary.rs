@@ -2,6 +2,7 @@
 
 use super::{check, skipped, Check, Context, Status};
 use crate::profile::heap::dumps::JemallocConf;
+use crate::runtime::Runtime;
 use crate::symbols::elf::{ElfReport, FpVerdict, Jemalloc};
 use crate::units::human_bytes;
 
@@ -10,6 +11,23 @@ pub(super) fn binary(cx: &Context<'_>, checks: &mut Vec<Check>) {
     let facts = cx.facts;
     // The binary.
     match &facts.binary {
+        // A JVM's executable is only its launcher: Java frames are named by the JVM (perf
+        // map, async-profiler) and its native frames by libjvm.so, not by the launcher.
+        Some((path, _)) if cx.runtime == Runtime::Jvm => {
+            for (id, title) in [
+                ("symbols", "symbols"),
+                ("debuginfo", "debug info"),
+                ("frame_pointers", "frame pointers"),
+            ] {
+                checks.push(check(
+                    id,
+                    title,
+                    Status::Skip,
+                    format!("not checked: {path} is the JVM's launcher; Java frames get their names from the JVM"),
+                    None,
+                ));
+            }
+        }
         None => {
             for (id, title) in [
                 ("symbols", "symbols"),

@@ -9,6 +9,7 @@
 mod access;
 mod binary;
 mod config;
+mod jvm;
 mod path;
 mod runtime_check;
 #[cfg(test)]
@@ -121,6 +122,8 @@ pub(super) struct Context<'a> {
     pub seccomp_blocks: bool,
     /// The 100 ms trial counted.
     pub trial_ok: bool,
+    /// What runs in the process.
+    pub runtime: Runtime,
 }
 
 /// The checklist.
@@ -236,12 +239,14 @@ pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
         .unwrap_or_else(|| probe.kernel.clone());
 
     let may_monitor = probe.may_monitor();
+    let extras = facts.extras.clone().unwrap_or_default();
     let cx = Context {
+        runtime: runtime_of(process, &extras),
         facts,
         container,
         process,
         kernel,
-        extras: facts.extras.clone().unwrap_or_default(),
+        extras,
         may_monitor,
         paranoid_blocks: probe.paranoid.is_some_and(|l| l > 1) && !may_monitor,
         seccomp_blocks: probe.seccomp == Some(2) && !may_monitor,
@@ -254,13 +259,24 @@ pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
     config::configuration(&cx, &mut checks);
     binary::binary(&cx, &mut checks);
     binary::jemalloc(&cx, &mut checks);
+    let runtime = cx.runtime;
     checks.push(runtime_check::runtime_check(
-        runtime_of(cx.process, &cx.extras),
+        runtime,
         cx.process,
         &cx.extras,
         facts.extras.is_some(),
     ));
     path::judge_path(&mut checks, facts.mode, facts.sidecar_image.as_ref());
+    if let (Runtime::Jvm, Some(process), true) = (runtime, cx.process, facts.extras.is_some()) {
+        checks.extend(jvm::jvm_checks(&jvm::JvmFacts {
+            pid: process.pid,
+            cmdline: &process.cmdline,
+            extras: &cx.extras,
+            asprof: facts.asprof.as_ref().and_then(|a| a.as_deref()),
+            paranoid: cx.probe.paranoid,
+            kptr_restrict: cx.probe.kptr_restrict,
+        }));
+    }
     checks
 }
 

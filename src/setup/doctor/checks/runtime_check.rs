@@ -17,13 +17,17 @@ pub(super) fn runtime_check(
     let cmdline = process.map(|p| p.cmdline.as_str()).unwrap_or("");
     match runtime {
         Runtime::Native => check("runtime", "runtime", Status::Pass, "native code: perf names frames from the binary's symbols", None),
-        Runtime::Jvm if extras.process.perf_map => check("runtime", "runtime", Status::Pass, "JVM, with a perf map for its JIT frames (/tmp/perf-<pid>.map)", None),
         Runtime::Jvm => check(
             "runtime",
             "runtime",
-            Status::Warn,
-            "JVM without a perf map: JIT-compiled Java frames will be [unknown]",
-            Some("start it with -XX:+PreserveFramePointer and write /tmp/perf-<pid>.map with a perf map agent (perf-map-agent, async-profiler)".into()),
+            Status::Pass,
+            format!(
+                "JVM{}: Java frames are named by async-profiler, or by perf through the perf map devprof asks the JVM for (the JVM checks follow)",
+                crate::runtime::jvm::version_from_path(&extras.process.exe)
+                    .map(|v| format!(" (Java {v})"))
+                    .unwrap_or_default()
+            ),
+            None,
         ),
         Runtime::Node => match node_perf_map(cmdline, &extras.process) {
             // Without ptrace rights in the container /proc/<pid>/environ is unreadable.
