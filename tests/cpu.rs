@@ -38,23 +38,7 @@ fn cpu_capture_of_demo_seq_writes_every_artifact_with_symbols() {
 
     let folded =
         Folded::from_folded_text(&std::fs::read_to_string(with_ext(&stem, "folded")).unwrap());
-    // The sample count follows the CPU the node got, which a shared two-core machine
-    // decides, so it is checked against the node's own CPU time (kernel accounting) over
-    // the run: cpu-clock at 999 Hz samples each CPU-second about 999 times. The window is
-    // 5 s of the whole run (which adds the trial and the copy-out), so at least a share of
-    // the run's CPU time must be sampled, and never more than all of it.
-    let sampled_secs = folded.total() as f64 / 999.0;
-    let window_share = (5.0 / run_secs).min(1.0);
-    assert!(
-        sampled_secs <= cpu_used * 1.1 + 0.2,
-        "{} samples ({sampled_secs:.2} CPU-s) but the node used only {cpu_used:.2} CPU-s",
-        folded.total()
-    );
-    assert!(
-        sampled_secs >= cpu_used * window_share * 0.6 && folded.total() >= 200,
-        "{} samples ({sampled_secs:.2} CPU-s) for {cpu_used:.2} CPU-s used over a {run_secs:.1} s run",
-        folded.total()
-    );
+    assert_samples_follow_cpu_time(folded.total(), cpu_used, run_secs, 5.0);
 
     let svg = std::fs::read_to_string(with_ext(&stem, "svg")).unwrap();
     // The root frame is the thread's name (also "hash_chain"); look for the function path.
@@ -232,33 +216,22 @@ fn sigint_mid_capture_keeps_what_was_recorded_and_leaves_no_perf_behind() {
         return;
     }
     let cwd = workdir();
-    let bin = assert_cmd::cargo::cargo_bin("devprof");
-    let mut child = std::process::Command::new(bin)
-        .args(["cpu", DEMO_SEQ, "30"])
-        .current_dir(cwd.path())
-        .env_remove("DEVPROF_TARGET")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut capture = spawn_capture(cwd.path(), &["cpu", DEMO_SEQ, "30"]);
+    capture.wait_for_window();
     std::thread::sleep(Duration::from_secs(2));
     let sent = Instant::now();
-    let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    capture.interrupt();
     let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = capture.child.try_wait().unwrap() {
             break status;
         }
         if sent.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
+            let _ = capture.child.kill();
             panic!("devprof still running 20 s after SIGINT");
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let output = child.wait_with_output().unwrap();
+    let output = capture.wait_with_output();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(status.success(), "exit {status:?}: {stderr}");
     eprintln!(
@@ -345,22 +318,4 @@ fn target_comes_from_dotenv_when_not_given() {
     .unwrap();
     devprof(cwd.path()).args(["cpu"]).assert().success();
     only_capture(cwd.path(), DEMO_SEQ, "perf-");
-}
-
-/// User + system CPU seconds of the demo node process in `container`, from /proc/PID/stat
-/// (clock ticks of 1/100 s, the kernel's USER_HZ).
-fn node_cpu_seconds(container: &str) -> f64 {
-    let stat = docker_ok(&[
-        "exec",
-        container,
-        "sh",
-        "-c",
-        "cat /proc/$(pgrep -o -x demo-node)/stat",
-    ]);
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = &stat[stat.rfind(')').expect("stat has a comm") + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line: 11 and 12 after the comm.
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    ticks as f64 / 100.0
 }

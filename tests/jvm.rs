@@ -423,29 +423,19 @@ fn sigint_stops_async_profiler_early_and_keeps_the_profile() {
     }
     let jvm = own_jvm("devprof-test-jvm-sigint", "-XX:+PreserveFramePointer");
     let cwd = workdir();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("devprof"))
-        .args(["cpu", &jvm.0, "30"])
-        .current_dir(cwd.path())
-        .env_remove("DEVPROF_TARGET")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(5));
-    let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    let mut capture = spawn_capture(cwd.path(), &["cpu", &jvm.0, "30"]);
+    capture.wait_for_window();
+    std::thread::sleep(Duration::from_secs(3));
+    capture.interrupt();
     let sent = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
+    while capture.child.try_wait().unwrap().is_none() {
         if sent.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
+            let _ = capture.child.kill();
             panic!("devprof still running 30 s after SIGINT");
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let output = child.wait_with_output().unwrap();
+    let output = capture.wait_with_output();
     assert!(
         output.status.success(),
         "{}",

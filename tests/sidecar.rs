@@ -52,6 +52,8 @@ fn plain_container_is_profiled_from_a_sidecar_with_symbols_and_no_leftover() {
     }
     let plain = start_plain("devprof-test-plain");
     let cwd = workdir();
+    let cpu_before = node_cpu_seconds(&plain.0);
+    let started = Instant::now();
     devprof(cwd.path())
         .args(["cpu", &plain.0, "5"])
         .assert()
@@ -60,11 +62,13 @@ fn plain_container_is_profiled_from_a_sidecar_with_symbols_and_no_leftover() {
             "profiling from a sidecar container",
         ))
         .stdout(predicate::str::contains("via sidecar"));
+    let run_secs = started.elapsed().as_secs_f64();
+    let cpu_used = node_cpu_seconds(&plain.0) - cpu_before;
     let stem = only_capture(cwd.path(), &plain.0, "perf-");
     let folded = devprof::profile::folded::Folded::from_folded_text(
         &std::fs::read_to_string(with_ext(&stem, "folded")).unwrap(),
     );
-    assert!(folded.total() >= 2000, "only {} samples", folded.total());
+    assert_samples_follow_cpu_time(folded.total(), cpu_used, run_secs, 5.0);
     let svg = std::fs::read_to_string(with_ext(&stem, "svg")).unwrap();
     assert!(
         svg.contains("demo_node::workloads::hash_chain"),
@@ -111,29 +115,17 @@ fn sigint_mid_sidecar_capture_leaves_no_container_and_keeps_the_artifacts() {
     }
     let plain = start_plain("devprof-test-sigint");
     let cwd = workdir();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("devprof"))
-        .args(["cpu", &plain.0, "30", "--mode", "sidecar"])
-        .current_dir(cwd.path())
-        .env_remove("DEVPROF_TARGET")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the sidecar exists and has had time to record.
-    let started = Instant::now();
-    while sidecars_of(&plain.0).is_empty() && started.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert!(!sidecars_of(&plain.0).is_empty(), "no sidecar appeared");
-    std::thread::sleep(Duration::from_secs(4));
-    assert!(std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
+    let mut capture = spawn_capture(cwd.path(), &["cpu", &plain.0, "30", "--mode", "sidecar"]);
+    capture.wait_for_window();
+    assert!(
+        !sidecars_of(&plain.0).is_empty(),
+        "no sidecar runs the window"
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    capture.interrupt();
     let sent = Instant::now();
     let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = capture.child.try_wait().unwrap() {
             break status;
         }
         assert!(
@@ -142,7 +134,7 @@ fn sigint_mid_sidecar_capture_leaves_no_container_and_keeps_the_artifacts() {
         );
         std::thread::sleep(Duration::from_millis(100));
     };
-    let output = child.wait_with_output().unwrap();
+    let output = capture.wait_with_output();
     assert!(
         status.success(),
         "exit {status:?}: {}",

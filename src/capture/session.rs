@@ -12,6 +12,7 @@ use crate::signals::Interrupts;
 use crate::store::Stem;
 use crate::text::quote;
 use crate::ui::progress;
+use crate::units::human_duration;
 use std::time::{Duration, Instant};
 
 /// A private directory in the container's /tmp for the recorder's output and its pid.
@@ -131,6 +132,10 @@ pub async fn record(
             .join(" ")
     );
     let bar = progress::capture_bar(duration, label);
+    // Without a terminal there is no bar: one line in the log says when the window opens.
+    if bar.is_hidden() {
+        eprintln!("{label}: {} window started", human_duration(duration));
+    }
     for note in notes {
         progress::note(Some(&bar), &format!("note: {note}"));
     }

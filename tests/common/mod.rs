@@ -301,3 +301,122 @@ pub fn engine_knows_perfmon() -> bool {
     let _ = docker(&["rm", "-f", &name]);
     out.status.success()
 }
+
+/// A `devprof` capture running in the background, its stderr read as it comes so a test
+/// can wait for the window to start instead of guessing how long set-up takes.
+pub struct RunningCapture {
+    pub child: std::process::Child,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What devprof prints on stderr (when it is not a terminal) as the window opens.
+pub const WINDOW_STARTED: &str = "window started";
+
+pub fn spawn_capture(cwd: &Path, args: &[&str]) -> RunningCapture {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("devprof"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("DEVPROF_TARGET")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let pipe = child.stderr.take().unwrap();
+    let sink = stderr.clone();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(pipe).lines().map_while(|l| l.ok()) {
+            let mut text = sink.lock().unwrap();
+            text.push_str(&line);
+            text.push('\n');
+        }
+    });
+    RunningCapture {
+        child,
+        stderr,
+        reader: Some(reader),
+    }
+}
+
+impl RunningCapture {
+    /// Waits (bounded) until the capture window has opened.
+    pub fn wait_for_window(&mut self) {
+        let started = std::time::Instant::now();
+        while !self.stderr.lock().unwrap().contains(WINDOW_STARTED) {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "devprof ended ({status}) before its window opened: {}",
+                    self.stderr.lock().unwrap()
+                );
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(120),
+                "no capture window opened in 120 s: {}",
+                self.stderr.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
+    pub fn interrupt(&self) {
+        let kill = std::process::Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+    }
+
+    /// The exit status and output, once the process has ended.
+    pub fn wait_with_output(mut self) -> Output {
+        let mut output = self.child.wait_with_output().unwrap();
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        output.stderr = self.stderr.lock().unwrap().clone().into_bytes();
+        output
+    }
+}
+
+/// User + system CPU seconds of the demo node process in `container`, from /proc/PID/stat
+/// (clock ticks of 1/100 s, the kernel's USER_HZ).
+pub fn node_cpu_seconds(container: &str) -> f64 {
+    let stat = docker_ok(&[
+        "exec",
+        container,
+        "sh",
+        "-c",
+        // No pgrep in every image: the first process named demo-node.
+        "for d in /proc/[0-9]*; do [ \"$(cat $d/comm 2>/dev/null)\" = demo-node ] && { cat $d/stat; break; }; done",
+    ]);
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')').expect("stat has a comm") + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line: 11 and 12 after the comm.
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
+}
+
+/// A 999 Hz cpu-clock capture samples each CPU-second the node used about 999 times. The
+/// count follows the CPU the node got, which a shared two-core machine decides, so it is
+/// checked against the node's own CPU time (kernel accounting) over the run: the window
+/// (`window_secs`) is part of the run (which adds the trial and the copy-out), so at least
+/// its share of the run's CPU time must be sampled, and never more than all of it.
+pub fn assert_samples_follow_cpu_time(
+    samples: u64,
+    cpu_used: f64,
+    run_secs: f64,
+    window_secs: f64,
+) {
+    let sampled_secs = samples as f64 / 999.0;
+    let window_share = (window_secs / run_secs).min(1.0);
+    assert!(
+        sampled_secs <= cpu_used * 1.1 + 0.2,
+        "{samples} samples ({sampled_secs:.2} CPU-s) but the node used only {cpu_used:.2} CPU-s"
+    );
+    assert!(
+        sampled_secs >= cpu_used * window_share * 0.6 && samples >= 200,
+        "{samples} samples ({sampled_secs:.2} CPU-s) for {cpu_used:.2} CPU-s used over a {run_secs:.1} s run"
+    );
+}
