@@ -168,6 +168,7 @@ async fn record_and_analyse<E: Engine>(
             let kept: Vec<&str> = ["data"].into_iter().filter(|ext| stem.path(ext).is_file()).collect();
             manifest.record_stem_files(&stem, &kept);
             let _ = std::fs::remove_file(stem.path("script"));
+            let _ = std::fs::remove_file(stem.path("timeline"));
             manifest.write(&stem)?;
             return Err(Error::Interrupted);
         }

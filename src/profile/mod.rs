@@ -13,6 +13,7 @@ pub mod heap;
 pub mod offcpu;
 pub mod perfdata;
 pub mod perfscript;
+pub mod timeline;
 pub mod top;
 
 /// The function frames of a folded stack (root first), without the process/thread root.

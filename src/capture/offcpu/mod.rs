@@ -19,6 +19,7 @@ use crate::profile::offcpu::script::for_each_record;
 use crate::profile::offcpu::summary::{Aggregator, Mode, Outcome};
 use crate::profile::offcpu::text::render_text;
 use crate::profile::perfdata;
+use crate::profile::timeline::TimelineWriter;
 use crate::render::{write_folded_file, write_svg_file, SvgSpec};
 use crate::settings::{OffcpuSettings, SummaryMode};
 use crate::signals::Interrupts;
@@ -217,6 +218,7 @@ async fn record_and_summarize(
     // Events as perf names them in its output (modifiers like `:u` dropped).
     let events: Vec<String> = checked.events.iter().map(|e| perf_event_name(e)).collect();
     let local_data = stem.path("data");
+    let timeline_path = stem.path("timeline");
     let summarizing = async move {
         match mode {
             // Full: perf script in the container, where the binaries are, symbolizes.
@@ -224,7 +226,11 @@ async fn record_and_summarize(
                 shell
                     .stream_to(&script_argv, keep, move |reader| {
                         let mut aggregator = Aggregator::for_events(mode, &events);
-                        for_each_record(reader, |r| aggregator.add(r))?;
+                        let mut timeline = timeline_writer(&timeline_path)?;
+                        for_each_record(reader, |r| {
+                            aggregator.add_with_timeline(r, &mut timeline)
+                        })?;
+                        timeline.finish()?;
                         Ok(aggregator)
                     })
                     .await
@@ -235,7 +241,11 @@ async fn record_and_summarize(
                 let aggregator =
                     tokio::task::spawn_blocking(move || -> std::io::Result<Aggregator> {
                         let mut aggregator = Aggregator::for_events(mode, &events);
-                        perfdata::for_each_record(&path, |r| aggregator.add(r))?;
+                        let mut timeline = timeline_writer(&timeline_path)?;
+                        perfdata::for_each_record(&path, |r| {
+                            aggregator.add_with_timeline(r, &mut timeline)
+                        })?;
+                        timeline.finish()?;
                         Ok(aggregator)
                     })
                     .await
@@ -267,6 +277,7 @@ async fn record_and_summarize(
             manifest.notes.push("interrupted while summarizing; the .data file holds the whole recording".into());
             manifest.record_stem_files(&stem, &["data"]);
             let _ = std::fs::remove_file(stem.path("script"));
+            let _ = std::fs::remove_file(stem.path("timeline"));
             manifest.write(&stem)?;
             return Err(Error::Interrupted);
         }
@@ -275,7 +286,7 @@ async fn record_and_summarize(
     let (aggregator, script_out) = match streamed {
         Ok(done) => done,
         Err(e) => {
-            stem.discard(&["data", "script"]);
+            stem.discard(&["data", "script", "timeline"]);
             return Err(e);
         }
     };
@@ -295,7 +306,7 @@ async fn record_and_summarize(
         warnings.push("perf.data is truncated: perf was stopped before it finished writing (out of disk or killed); counts cover what was written".into());
     }
     if summary.total_events == 0 {
-        stem.discard(&["data", "script"]);
+        stem.discard(&["data", "script", "timeline"]);
         return Err(Error::NoSamples {
             container: container.clone(),
             reason: Some(if !script_out.success() {
@@ -316,7 +327,7 @@ async fn record_and_summarize(
 
     // Artifacts.
     let t = Instant::now();
-    let mut extensions = vec!["data", "folded", "svg", "txt"];
+    let mut extensions = vec!["data", "timeline", "folded", "svg", "txt"];
     write_folded_file(&events_folded, &stem.path("folded"))?;
     let title = format!(
         "{container} — events of {} — {} — {} events",
@@ -406,6 +417,13 @@ async fn record_and_summarize(
         files,
         warnings,
     })
+}
+
+/// The timeline file beside the event-count flamegraph, written as the events stream in.
+fn timeline_writer(
+    path: &std::path::Path,
+) -> std::io::Result<TimelineWriter<std::io::BufWriter<std::fs::File>>> {
+    TimelineWriter::new(std::io::BufWriter::new(std::fs::File::create(path)?))
 }
 
 fn offcpu_manifest(
