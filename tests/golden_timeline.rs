@@ -2,36 +2,19 @@
 //! JVM, Node, Python and Go demo services, and an off-CPU contextswitches capture) against
 //! the folded stacks of the same pass and against samples counted straight from the text.
 
-use devprof::profile::folded::{fold_perf_script_with, Folded};
+mod timelines;
+
 use devprof::profile::offcpu::script::for_each_record;
 use devprof::profile::offcpu::summary::{Aggregator, Mode};
 use devprof::profile::timeline::{Timeline, TimelineWriter};
 use std::collections::BTreeMap;
-use std::io::BufReader;
+use timelines::{fold_with_timeline, per_tid, CPU_CAPTURES};
 
-const CPU_CAPTURES: [(&str, &str); 5] = [
-    ("demo-seq", include_str!("data/perf-script-demo-seq.txt")),
-    (
-        "jvm",
-        include_str!("data/runtimes/perf-script-demo-jvm.txt"),
-    ),
-    ("js", include_str!("data/runtimes/perf-script-demo-js.txt")),
-    ("py", include_str!("data/runtimes/perf-script-demo-py.txt")),
-    ("go", include_str!("data/runtimes/perf-script-demo-go.txt")),
-];
 const CONTEXT_SWITCHES: &str = include_str!("data/perf-script-contextswitches.txt");
-
-fn fold_with_timeline(text: &str) -> (Folded, Timeline, usize) {
-    let mut writer = TimelineWriter::new(Vec::new()).unwrap();
-    let folded = fold_perf_script_with(BufReader::new(text.as_bytes()), &mut writer).unwrap();
-    let bytes = writer.finish().unwrap();
-    let size = bytes.len();
-    (folded, Timeline::read(&bytes[..]).unwrap(), size)
-}
 
 /// Samples per tid, counted from the text: an event line (`comm pid/tid time: event:`)
 /// followed by at least one stack line.
-fn samples_per_tid_in_text(text: &str) -> BTreeMap<u32, u64> {
+fn samples_per_tid_in_text(text: &str) -> BTreeMap<u64, u64> {
     let mut counts = BTreeMap::new();
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {
@@ -48,20 +31,10 @@ fn samples_per_tid_in_text(text: &str) -> BTreeMap<u32, u64> {
                     && w.contains(|c: char| c.is_ascii_digit())
             })
             .unwrap();
-        let tid: u32 = ids.rsplit('/').next().unwrap().parse().unwrap();
+        let tid: u64 = ids.rsplit('/').next().unwrap().parse().unwrap();
         if has_stack {
             *counts.entry(tid).or_default() += 1;
         }
-    }
-    counts
-}
-
-fn timeline_per_tid(timeline: &Timeline) -> BTreeMap<u32, u64> {
-    let mut counts = BTreeMap::new();
-    for s in &timeline.samples {
-        *counts
-            .entry(timeline.threads[s.thread as usize].tid)
-            .or_default() += s.weight;
     }
     counts
 }
@@ -87,11 +60,7 @@ fn cpu_timelines_hold_every_folded_sample_with_its_thread_and_time() {
         }
         assert_eq!(by_comm, by_root, "{name}");
         // Per tid, as counted from the text itself.
-        assert_eq!(
-            timeline_per_tid(&timeline),
-            samples_per_tid_in_text(text),
-            "{name}"
-        );
+        assert_eq!(per_tid(&timeline), samples_per_tid_in_text(text), "{name}");
         // Times are perf's, in order, within the capture.
         let times: Vec<u64> = timeline.samples.iter().map(|s| s.time_ns).collect();
         assert!(

@@ -1,5 +1,5 @@
 //! Arguments of the commands over the profile store: fold, summarize, ls, clean, render,
-//! top, diff.
+//! top, diff, export.
 
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -202,4 +202,30 @@ pub struct SummarizeArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A capture: a file of it (its .folded, .timeline or .json manifest), or a container
+    /// directory in the store (its newest capture).
+    #[arg(value_name = "CAPTURE")]
+    pub capture: String,
+
+    /// The format: pprof (gzipped profile.proto), speedscope (JSON), firefox (the Firefox
+    /// Profiler's processed JSON), collapsed (folded stacks).
+    #[arg(long, short = 'f', value_enum)]
+    pub format: ExportFormatArg,
+
+    /// Where to write it (`-`: standard output); default `<capture>.<format extension>`
+    /// in the current directory.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormatArg {
+    Pprof,
+    Speedscope,
+    Firefox,
+    Collapsed,
 }
