@@ -45,7 +45,7 @@ pub async fn run(cli: cli::Cli) -> Result<(), Error> {
             commands::clean::remove_sidecars(args.dry_run, args.json).await
         }
         cli::Command::Clean(args) => commands::clean::run(args, cli.output_dir),
-        cli::Command::Render(args) => commands::render::run(args),
+        cli::Command::Render(args) => commands::render::run(args, cli.output_dir),
         cli::Command::Top(args) => commands::top::run(args, cli.output_dir),
         cli::Command::Diff(args) => commands::diff::run(args, cli.output_dir),
         cli::Command::Export(args) => commands::export::run(args, cli.output_dir),

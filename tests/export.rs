@@ -1,5 +1,5 @@
 //! `devprof export` end to end: real captures of the demo devnet (`devprof cpu demo-seq 3`,
-//! `devprof heap demo-seq --latest`) exported, and the exports read by the tools users open
+//! `devprof heap demo-seq 3`) exported, and the exports read by the tools users open
 //! them in (`go tool pprof`) or parsed and checked against the capture's own timeline.
 
 mod common;
@@ -21,12 +21,7 @@ fn a_real_cpu_capture_exports_to_pprof_speedscope_firefox_and_collapsed() {
         .success();
     let stem = only_capture(cwd.path(), DEMO_SEQ, "perf-");
     let manifest = read_manifest(&stem);
-    let listed: Vec<&str> = manifest["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap())
-        .collect();
+    let listed = listed_files(&manifest);
     assert!(
         listed.iter().any(|n| n.ends_with(".timeline")),
         "{listed:?}"
@@ -110,7 +105,7 @@ fn a_heap_capture_exports_with_bytes_as_the_unit() {
     }
     let cwd = workdir();
     devprof(cwd.path())
-        .args(["heap", DEMO_SEQ, "--latest"])
+        .args(["heap", DEMO_SEQ, "3"])
         .assert()
         .success();
     let stem = only_capture(cwd.path(), DEMO_SEQ, "heap-");

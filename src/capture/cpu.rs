@@ -8,7 +8,7 @@ use super::{find_target, locate, Located, Target};
 use crate::engines::perf::PerfEngine;
 use crate::engines::{CollectJob, Collected, Engine, RecordCommand, RecordJob};
 use crate::error::{Error, Result};
-use crate::render::{write_folded_file, write_svg_file, SvgSpec};
+use crate::render::{write_folded_file, write_heatmap_file, write_svg_file, SvgSpec};
 use crate::runtime::Runtime;
 use crate::settings::{CpuSettings, EngineChoice};
 use crate::signals::Interrupts;
@@ -214,6 +214,17 @@ async fn record_and_analyse<E: Engine>(
         )),
     );
     write_svg_file(&folded, &spec, &stem.path("svg"))?;
+    let mut extensions: Vec<&str> = collected.raw_files.clone();
+    extensions.extend(["folded", "svg"]);
+    if collected.raw_files.contains(&"timeline") {
+        write_heatmap_file(
+            &stem.path("timeline"),
+            &spec.title,
+            "samples",
+            &stem.path("html"),
+        )?;
+        extensions.push("html");
+    }
     timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
 
     let unsymbolized = folded.unsymbolized_share();
@@ -224,8 +235,6 @@ async fn record_and_analyse<E: Engine>(
     manifest.top_functions = folded.top_self(10);
     manifest.timings_ms = timings;
 
-    let mut extensions: Vec<&str> = collected.raw_files.clone();
-    extensions.extend(["folded", "svg"]);
     let mut files = manifest.record_stem_files(&stem, &extensions);
 
     let mut warnings = Vec::new();

@@ -103,8 +103,13 @@ pub struct LayoutArgs {
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// A .folded file (folded stacks), or a .data file (read with this host's perf).
+    /// A .folded file (folded stacks), or a .data file (read with this host's perf). With
+    /// --heatmap: a capture (a file of it, or a container directory in the store).
     pub file: PathBuf,
+
+    /// Write the capture's time heatmap page (HTML) instead of a flamegraph SVG.
+    #[arg(long)]
+    pub heatmap: bool,
 
     #[command(flatten)]
     pub layout: LayoutArgs,

@@ -8,13 +8,13 @@ use crate::export::{firefox_json, pprof_gz, Source, Unit};
 use crate::profile::timeline::Timeline;
 use crate::settings::store::{ExportFormat, ExportOutput, ExportSettings};
 use crate::store::catalog::Capture;
-use crate::store::loader::{self, ProfileRef};
+use crate::store::loader;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub fn run(args: ExportArgs, output_dir: PathBuf) -> Result<()> {
     let settings = ExportSettings::from_args(args, output_dir)?;
-    let (folded_path, capture) = resolve(&settings.capture, &settings.output_dir)?;
+    let (folded_path, capture) = loader::find_capture(&settings.capture, &settings.output_dir)?;
     let folded = loader::read(&folded_path)?;
     let off_cpu_time = folded_path.to_string_lossy().ends_with(".offcpu.folded");
     let kind = capture.as_ref().map_or("", |c| c.manifest.kind.as_str());
@@ -91,39 +91,6 @@ pub fn run(args: ExportArgs, output_dir: PathBuf) -> Result<()> {
                 .map_or_else(|| file_stem(&folded_path), Capture::name);
             let path = PathBuf::from(format!("{stem}.{}", settings.format.extension()));
             write_whole(&path, &bytes)
-        }
-    }
-}
-
-/// The folded file of the capture, and the capture when its manifest is found.
-fn resolve(capture: &ProfileRef, output_dir: &Path) -> Result<(PathBuf, Option<Capture>)> {
-    match capture {
-        ProfileRef::Newest(container) => {
-            let c = loader::newest_with_folded(output_dir, container)?;
-            let folded = c
-                .file_with_extension("folded")
-                .expect("selected for having a .folded file");
-            Ok((folded, Some(c)))
-        }
-        ProfileRef::File(path) => {
-            let found = loader::capture_of_file(path);
-            let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-            if matches!(extension, "timeline" | "json") {
-                let c = found.ok_or_else(|| {
-                    Error::Usage(format!(
-                        "{} is not part of a capture devprof wrote (no manifest beside it); pass a .folded file",
-                        path.display()
-                    ))
-                })?;
-                let folded = c.file_with_extension("folded").ok_or_else(|| {
-                    Error::Usage(format!(
-                        "the capture {} lists no .folded file",
-                        c.manifest_path.display()
-                    ))
-                })?;
-                return Ok((folded, Some(c)));
-            }
-            Ok((path.clone(), found))
         }
     }
 }

@@ -92,6 +92,39 @@ pub fn newest_with_folded(output_dir: &Path, container: &str) -> Result<Capture>
         .ok_or_else(|| catalog::no_captures(output_dir, container))
 }
 
+/// The folded file of the capture, and the capture when its manifest is found.
+pub fn find_capture(capture: &ProfileRef, output_dir: &Path) -> Result<(PathBuf, Option<Capture>)> {
+    match capture {
+        ProfileRef::Newest(container) => {
+            let c = newest_with_folded(output_dir, container)?;
+            let folded = c
+                .file_with_extension("folded")
+                .expect("selected for having a .folded file");
+            Ok((folded, Some(c)))
+        }
+        ProfileRef::File(path) => {
+            let found = capture_of_file(path);
+            let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if matches!(extension, "timeline" | "json") {
+                let c = found.ok_or_else(|| {
+                    Error::Usage(format!(
+                        "{} is not part of a capture devprof wrote (no manifest beside it); pass a .folded file",
+                        path.display()
+                    ))
+                })?;
+                let folded = c.file_with_extension("folded").ok_or_else(|| {
+                    Error::Usage(format!(
+                        "the capture {} lists no .folded file",
+                        c.manifest_path.display()
+                    ))
+                })?;
+                return Ok((folded, Some(c)));
+            }
+            Ok((path.clone(), found))
+        }
+    }
+}
+
 /// The capture a file belongs to: the manifest `<stem>.json` beside it (the stem is the
 /// file name up to its first dot), when it parses.
 pub fn capture_of_file(path: &Path) -> Option<Capture> {

@@ -146,3 +146,13 @@ pub fn firefox_totals(json: &serde_json::Value) -> BTreeMap<u64, u64> {
     }
     totals
 }
+
+/// The file names a manifest lists.
+pub fn listed_files(manifest: &serde_json::Value) -> Vec<String> {
+    manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().to_string())
+        .collect()
+}

@@ -20,7 +20,7 @@ use crate::profile::offcpu::summary::{Aggregator, Mode, Outcome};
 use crate::profile::offcpu::text::render_text;
 use crate::profile::perfdata;
 use crate::profile::timeline::TimelineWriter;
-use crate::render::{write_folded_file, write_svg_file, SvgSpec};
+use crate::render::{write_folded_file, write_heatmap_file, write_svg_file, SvgSpec};
 use crate::settings::{OffcpuSettings, SummaryMode};
 use crate::signals::Interrupts;
 use crate::store::{self, Manifest, Stem};
@@ -336,6 +336,8 @@ async fn record_and_summarize(
         thousands(summary.total_events)
     );
     let sub = subtitle(target, Sampling::EveryEvent, settings.call_graph);
+    write_heatmap_file(&stem.path("timeline"), &title, "events", &stem.path("html"))?;
+    extensions.push("html");
     write_svg_file(
         &events_folded,
         &SvgSpec {
