@@ -173,3 +173,36 @@ fn a_real_capture_writes_a_heatmap_that_render_heatmap_rewrites() {
         .code(2);
     assert!(!cwd.path().join("bare.html").exists());
 }
+
+#[test]
+fn an_offcpu_capture_keeps_a_timeline_of_its_events_and_a_heatmap() {
+    if !devnet_ready("an_offcpu_capture_keeps_a_timeline_of_its_events_and_a_heatmap") {
+        return;
+    }
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["offcpu", DEMO_SEQ, "3", "--config", "contextswitches"])
+        .assert()
+        .success();
+    let stem = only_capture(cwd.path(), DEMO_SEQ, "offcpu-");
+    let listed = timelines::listed_files(&read_manifest(&stem));
+    for ext in [".timeline", ".html"] {
+        assert!(listed.iter().any(|n| n.ends_with(ext)), "{ext}: {listed:?}");
+    }
+    let timeline =
+        Timeline::read(std::fs::File::open(with_ext(&stem, "timeline")).unwrap()).unwrap();
+    let folded = devprof::profile::folded::Folded::from_folded_text(
+        &std::fs::read_to_string(with_ext(&stem, "folded")).unwrap(),
+    );
+    // The timeline's stacks are the event-count flamegraph's, sample for sample.
+    let totals = timeline.stack_totals();
+    assert_eq!(totals.iter().map(|t| t.1).sum::<u64>(), folded.total());
+    assert_eq!(totals.len(), folded.stacks.len());
+    check_page(
+        &with_ext(&stem, "html"),
+        &timeline,
+        0.5,
+        2.0,
+        "heatmap-offcpu.png",
+    );
+}

@@ -20,6 +20,14 @@ pub struct FoldArgs {
     /// Title of the SVG.
     #[arg(long, default_value = "Flame Graph")]
     pub title: String,
+
+    /// Also write the timeline (every sample's time, thread and stack) here.
+    #[arg(long)]
+    pub timeline: Option<PathBuf>,
+
+    /// With --timeline: also write its time heatmap page (HTML) here.
+    #[arg(long, requires = "timeline")]
+    pub heatmap: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -91,11 +91,14 @@
   const secs = (c) => (c * CELL_MS / 1000).toFixed(2).replace(/0$/, "");
 
   function select(a, b, updateUrl) {
+    const started = performance.now();
     selection = [a, b]; zoom = 0;
     if (updateUrl) history.replaceState(null, "", `#t=${secs(a)}-${secs(b)}`);
     drawHeatmap();
     computeTotals();
     drawFlame();
+    // For the benchmark: how long the last selection took to draw.
+    body.dataset.selectMs = (performance.now() - started).toFixed(1);
   }
 
   function computeTotals() {
@@ -214,5 +217,7 @@
   decode().then(() => {
     drawHeatmap();
     if (!fromHash()) select(0, cellCount, false);
+    // For the benchmark: from navigation start to the first heatmap and flamegraph.
+    body.dataset.loadMs = performance.now().toFixed(1);
   }).catch((e) => { errors += 1; body.dataset.errors = String(errors); status.textContent = "could not read the data: " + e; });
 })();
