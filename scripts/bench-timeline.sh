@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): the timeline and the heatmap page of a long capture. A real
 # `perf script` capture of the demo node (tests/data/perf-script-demo-seq.txt) is replayed
-# as THREADS threads sampled at 999 Hz for SECONDS seconds (its stacks in turn, times
-# shifted), then folded three ways: plain, with the timeline, and with the timeline and the
+# as THREADS threads sampled at 999 Hz for SECONDS seconds (its stacks drawn at random,
+# times shifted with a real capture's jitter), then folded three ways: plain, with the timeline, and with the timeline and the
 # heatmap page. Prints the sizes and write times, and, with chromium on the host, how long
 # the page takes to load and to draw a selection (the page's own measurements, and the
 # wall time of a headless run against an empty page's).
@@ -19,7 +19,8 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
 python3 - "$SAMPLE" "$SECONDS_LONG" "$THREADS" "$WORK/script.txt" <<'PY'
-import sys
+import random, sys
+random.seed(1)
 sample, seconds, threads, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 stacks = []
 for block in open(sample).read().split("\n\n"):
@@ -31,9 +32,9 @@ hz, t0 = 999, 1000.0
 with open(out, "w") as f:
     n = 0
     for tick in range(seconds * hz):
-        t = t0 + tick / hz
         for thread in range(threads):
-            comm, stack = stacks[(tick * threads + thread) % len(stacks)]
+            t = t0 + tick / hz + random.uniform(0, 0.0005)
+            comm, stack = random.choice(stacks)
             f.write(f"{comm} 7/{100 + thread} {t:.6f}: cpu-clock: \n{stack}\n\n")
             n += 1
 print(f"synthesized: {seconds} s x {threads} threads x {hz} Hz = {n:,} samples", file=sys.stderr)
@@ -59,8 +60,9 @@ chrome() {
   chromium --headless --no-sandbox --disable-gpu --user-data-dir="$WORK/chrome" \
     --virtual-time-budget=60000 --dump-dom "$1" 2>/dev/null
 }
-t_empty=$(elapsed chrome "file://$WORK/empty.html")
-t_page=$(elapsed chrome "file://$WORK/h.html")
+quiet_chrome() { chrome "$1" >/dev/null; }
+t_empty=$(elapsed quiet_chrome "file://$WORK/empty.html")
+t_page=$(elapsed quiet_chrome "file://$WORK/h.html")
 mid=$((SECONDS_LONG / 2))
 chrome "file://$WORK/h.html#t=${mid}.0-$((mid + 2)).5" > "$WORK/dom.html"
 attr() { grep -o "$1=\"[^\"]*\"" "$WORK/dom.html" | head -1 | cut -d'"' -f2; }
