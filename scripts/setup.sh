@@ -18,6 +18,9 @@ command -v docker >/dev/null || missing+=(docker.io)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
 # perf on the host: `devprof render FILE.data` uses it (the captures use the containers').
 command -v perf >/dev/null || missing+=(linux-perf)
+# The export and heatmap tests read devprof's files with the tools users open them in.
+command -v go >/dev/null || missing+=(golang-go)
+command -v chromium >/dev/null || missing+=(chromium)
 if [ "${#missing[@]}" -gt 0 ]; then
   say "installing ${missing[*]}"
   as_root apt-get update -qq

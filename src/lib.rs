@@ -16,6 +16,7 @@ pub mod commands;
 pub mod docker;
 pub mod engines;
 pub mod error;
+pub mod export;
 pub mod profile;
 pub mod render;
 pub mod runtime;
@@ -44,9 +45,10 @@ pub async fn run(cli: cli::Cli) -> Result<(), Error> {
             commands::clean::remove_sidecars(args.dry_run, args.json).await
         }
         cli::Command::Clean(args) => commands::clean::run(args, cli.output_dir),
-        cli::Command::Render(args) => commands::render::run(args),
+        cli::Command::Render(args) => commands::render::run(args, cli.output_dir),
         cli::Command::Top(args) => commands::top::run(args, cli.output_dir),
         cli::Command::Diff(args) => commands::diff::run(args, cli.output_dir),
+        cli::Command::Export(args) => commands::export::run(args, cli.output_dir),
         cli::Command::Summarize(args) => commands::summarize::run(args),
         cli::Command::Offcpu(args) => {
             let mut interrupts = signals::Interrupts::install()

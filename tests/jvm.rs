@@ -205,13 +205,13 @@ fn wall_clock_shows_the_waiting_method() {
     assert_eq!(manifest["engine"], "asprof");
     assert_eq!(manifest["events"][0], "wall");
     // async-profiler's own flamegraph of the same recording, listed with the capture.
-    let html = std::fs::read_to_string(with_ext(&stem, "html")).unwrap();
+    let html = std::fs::read_to_string(with_ext(&stem, "asprof.html")).unwrap();
     assert!(
         html.contains("sleepyWait"),
         "the HTML flamegraph lacks sleepyWait"
     );
     assert!(
-        manifest["files"].to_string().contains(".html"),
+        manifest["files"].to_string().contains(".asprof.html"),
         "{}",
         manifest["files"]
     );

@@ -12,7 +12,7 @@ use crate::engines::{CollectJob, Collected, Engine, RecordCommand, RecordJob};
 use crate::error::{Error, Result};
 use crate::profile::filter::{Preset, StackFilter};
 use crate::profile::stacks;
-use crate::render::{write_folded_file, write_svg_file, SvgSpec};
+use crate::render::{write_folded_file, write_heatmap_file, write_svg_file, SvgSpec};
 use crate::runtime::{
     jvm, node_perf_map, python_perf_trampolines, PerfMap, Runtime, NODE_PERF_MAP_FIX,
 };
@@ -317,6 +317,7 @@ async fn record_and_analyse<E: Engine>(
             let kept: Vec<&str> = ["data"].into_iter().filter(|ext| stem.path(ext).is_file()).collect();
             manifest.record_stem_files(&stem, &kept);
             let _ = std::fs::remove_file(stem.path("script"));
+            let _ = std::fs::remove_file(stem.path("timeline"));
             manifest.write(&stem)?;
             return Err(Error::Interrupted);
         }
@@ -365,6 +366,15 @@ async fn record_and_analyse<E: Engine>(
     write_svg_file(&folded, &spec, &stem.path("svg"))?;
     let mut extensions: Vec<&str> = collected.raw_files.clone();
     extensions.extend(["folded", "svg"]);
+    if collected.raw_files.contains(&"timeline") {
+        write_heatmap_file(
+            &stem.path("timeline"),
+            &spec.title,
+            "samples",
+            &stem.path("html"),
+        )?;
+        extensions.push("html");
+    }
     manifest.graphs.push(GraphRecord {
         svg: stem.file_name("svg"),
         folded: stem.file_name("folded"),

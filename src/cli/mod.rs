@@ -141,6 +141,20 @@ pub enum Command {
     )]
     Diff(DiffArgs),
 
+    /// Write a capture in another tool's format: pprof, speedscope, the Firefox Profiler,
+    /// or collapsed stacks.
+    #[command(
+        after_help = "CAPTURE is a file of a capture (.folded, .timeline or its .json manifest) or a \
+                      container directory in the store, meaning its newest capture. speedscope and \
+                      firefox keep every sample's thread and time from the capture's .timeline; \
+                      heap captures export with bytes as the unit.\n\n\
+                      Examples:\n  devprof export demo-seq --format pprof && go tool pprof -top perf-*.pb.gz\n  \
+                      devprof export demo-seq -f speedscope -o demo.speedscope.json\n  \
+                      devprof export profiling/demo-seq/perf-20261122-101500.folded -f firefox\n  \
+                      devprof export demo-seq -f collapsed -o - | head"
+    )]
+    Export(ExportArgs),
+
     /// Where the node's memory goes: jemalloc heap dumps collected from the container,
     /// symbolized, as a memory flamegraph and a text report of the top allocation sites.
     #[command(

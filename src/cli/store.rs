@@ -1,5 +1,5 @@
 //! Arguments of the commands over the profile store: fold, summarize, ls, clean, render,
-//! top, diff.
+//! top, diff, export.
 
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -20,6 +20,14 @@ pub struct FoldArgs {
     /// Title of the SVG.
     #[arg(long, default_value = "Flame Graph")]
     pub title: String,
+
+    /// Also write the timeline (every sample's time, thread and stack) here.
+    #[arg(long)]
+    pub timeline: Option<PathBuf>,
+
+    /// With --timeline: also write its time heatmap page (HTML) here.
+    #[arg(long, requires = "timeline")]
+    pub heatmap: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -103,8 +111,13 @@ pub struct LayoutArgs {
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// A .folded file (folded stacks), or a .data file (read with this host's perf).
+    /// A .folded file (folded stacks), or a .data file (read with this host's perf). With
+    /// --heatmap: a capture (a file of it, or a container directory in the store).
     pub file: PathBuf,
+
+    /// Write the capture's time heatmap page (HTML) instead of a flamegraph SVG.
+    #[arg(long)]
+    pub heatmap: bool,
 
     #[command(flatten)]
     pub layout: LayoutArgs,
@@ -202,4 +215,30 @@ pub struct SummarizeArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A capture: a file of it (its .folded, .timeline or .json manifest), or a container
+    /// directory in the store (its newest capture).
+    #[arg(value_name = "CAPTURE")]
+    pub capture: String,
+
+    /// The format: pprof (gzipped profile.proto), speedscope (JSON), firefox (the Firefox
+    /// Profiler's processed JSON), collapsed (folded stacks).
+    #[arg(long, short = 'f', value_enum)]
+    pub format: ExportFormatArg,
+
+    /// Where to write it (`-`: standard output); default `<capture>.<format extension>`
+    /// in the current directory.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormatArg {
+    Pprof,
+    Speedscope,
+    Firefox,
+    Collapsed,
 }

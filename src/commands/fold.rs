@@ -3,8 +3,9 @@
 
 use crate::cli::FoldArgs;
 use crate::error::{Error, Result};
-use crate::profile::folded::fold_perf_script;
-use crate::render::{write_svg, SvgSpec};
+use crate::profile::folded::{fold_perf_script, fold_perf_script_with};
+use crate::profile::timeline::TimelineWriter;
+use crate::render::{write_heatmap_file, write_svg, SvgSpec};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
 
@@ -17,8 +18,22 @@ pub fn run(args: FoldArgs) -> Result<()> {
                 .map_err(|e| Error::io(format!("open {}", args.input.display()), e))?,
         )
     };
-    let folded = fold_perf_script(BufReader::with_capacity(1 << 20, input))
-        .map_err(|e| Error::io("fold perf script input", e))?;
+    let reader = BufReader::with_capacity(1 << 20, input);
+    let folded = match &args.timeline {
+        Some(path) => {
+            let file = File::create(path)
+                .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+            let mut timeline = TimelineWriter::new(BufWriter::new(file))
+                .map_err(|e| Error::io("start the timeline", e))?;
+            let folded = fold_perf_script_with(reader, &mut timeline);
+            timeline
+                .finish()
+                .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+            folded
+        }
+        None => fold_perf_script(reader),
+    }
+    .map_err(|e| Error::io("fold perf script input", e))?;
     match &args.output {
         Some(path) => {
             let file = File::create(path)
@@ -37,6 +52,9 @@ pub fn run(args: FoldArgs) -> Result<()> {
             BufWriter::new(file),
         )
         .map_err(|e| Error::io(format!("write {}", svg.display()), e))?;
+    }
+    if let (Some(timeline), Some(page)) = (&args.timeline, &args.heatmap) {
+        write_heatmap_file(timeline, &args.title, "samples", page)?;
     }
     eprintln!(
         "{} samples in {} stacks",

@@ -4,6 +4,7 @@ pub mod compose;
 pub mod cpu;
 pub mod diff;
 pub mod doctor;
+pub mod export;
 pub mod fold;
 pub mod heap;
 pub mod ls;

@@ -1,14 +1,19 @@
 //! `devprof render FILE`: a flamegraph again, from folded stacks (or perf.data), with
-//! another layout, palette or filter.
+//! another layout, palette or filter; `devprof render --heatmap CAPTURE`: the capture's
+//! time heatmap page again.
 
 use crate::cli::RenderArgs;
 use crate::error::{Error, Result};
 use crate::profile::folded::Folded;
 use crate::render::{write_svg_lines_to, SvgOutput};
 use crate::settings::store::RenderSettings;
-use crate::store::loader;
+use crate::store::loader::{self, ProfileRef};
+use std::path::PathBuf;
 
-pub fn run(args: RenderArgs) -> Result<()> {
+pub fn run(args: RenderArgs, output_dir: PathBuf) -> Result<()> {
+    if args.heatmap {
+        return heatmap(args, output_dir);
+    }
     let settings = RenderSettings::from_args(args)?;
     let folded = loader::read(&settings.input)?;
     let shown = settings.filter.apply(&folded);
@@ -58,4 +63,47 @@ fn report(output: &SvgOutput, folded: &Folded) {
         SvgOutput::File(path) => println!("flamegraph: {} ({what})", path.display()),
         SvgOutput::Stdout => eprintln!("{what}"),
     }
+}
+
+fn heatmap(args: RenderArgs, output_dir: PathBuf) -> Result<()> {
+    let text = args.file.to_string_lossy().into_owned();
+    let (folded, capture) =
+        loader::find_capture(&ProfileRef::parse(&text, "CAPTURE")?, &output_dir)?;
+    let capture = capture.ok_or_else(|| {
+        Error::Usage(format!(
+            "{} is not part of a capture devprof wrote (no manifest beside it): the heatmap needs the capture's .timeline",
+            folded.display()
+        ))
+    })?;
+    let timeline = capture
+        .file_with_extension("timeline")
+        .filter(|p| p.is_file())
+        .ok_or_else(|| Error::EmptyProfile {
+            path: capture.manifest_path.display().to_string(),
+            reason: Some("the capture has no .timeline".into()),
+            hint: "heatmaps need a cpu or offcpu capture made by this version of devprof".into(),
+        })?;
+    let output = match args.layout.output {
+        Some(path) if path.as_os_str() != "-" => path,
+        Some(_) => {
+            return Err(Error::Usage(
+                "--heatmap writes a file; give -o FILE.html".into(),
+            ))
+        }
+        None => PathBuf::from(format!("{}.html", capture.name())),
+    };
+    let unit = if capture.manifest.kind == "offcpu" {
+        "events"
+    } else {
+        "samples"
+    };
+    let title = format!(
+        "{} — {} — {}",
+        capture.container,
+        capture.name(),
+        capture.manifest.kind
+    );
+    let samples = crate::render::write_heatmap_file(&timeline, &title, unit, &output)?;
+    println!("heatmap: {} ({samples} {unit})", output.display());
+    Ok(())
 }

@@ -2,7 +2,7 @@
 //! count, heaviest functions, how much is unsymbolized). `perf script` text is folded by
 //! `profile::perfscript`. Pure functions over readers and text.
 
-use super::perfscript::{fold, FoldOptions};
+use super::perfscript::{fold, FoldOptions, SampleSink};
 use crate::symbols::demangle::demangle_frame;
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
@@ -17,6 +17,19 @@ pub struct Folded {
 /// with the number of distinct stacks, not with the input size.
 pub fn fold_perf_script<R: BufRead>(reader: R) -> io::Result<Folded> {
     Ok(fold(reader, FoldOptions::default())?.folded)
+}
+
+/// Folds like `fold_perf_script` and hands every folded sample, in input order, to `sink`
+/// (the timeline).
+pub fn fold_perf_script_with<R: BufRead>(
+    reader: R,
+    sink: &mut dyn SampleSink,
+) -> io::Result<Folded> {
+    let options = FoldOptions {
+        sink: Some(sink),
+        ..FoldOptions::default()
+    };
+    Ok(fold(reader, options)?.folded)
 }
 
 impl Folded {

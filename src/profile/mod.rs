@@ -15,6 +15,7 @@ pub mod perfdata;
 pub mod perfscript;
 pub mod pyspy;
 pub mod stacks;
+pub mod timeline;
 pub mod top;
 
 /// The function frames of a folded stack (root first), without the process/thread root.

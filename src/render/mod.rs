@@ -1,5 +1,7 @@
-//! Drawing profiles: interactive flamegraph SVGs through inferno, and the folded-stack
-//! files next to them.
+//! Drawing profiles: interactive flamegraph SVGs through inferno, the folded-stack files
+//! next to them, and the time heatmap page of a capture (`heatmap`).
+
+pub mod heatmap;
 
 use crate::error::{Error, Result};
 use crate::profile::folded::Folded;
@@ -140,4 +142,22 @@ pub fn write_svg_lines_to(
                 .map_err(|e| Error::io(format!("write {}", path.display()), e))
         }
     }
+}
+
+/// Writes the heatmap page of the timeline at `timeline` to `path` (whole or not at all);
+/// returns the samples it holds.
+pub fn write_heatmap_file(timeline: &Path, title: &str, unit: &str, path: &Path) -> Result<u64> {
+    let file = std::fs::File::open(timeline)
+        .map_err(|e| Error::io(format!("open {}", timeline.display()), e))?;
+    let data = heatmap::HeatmapData::from_timeline(io::BufReader::new(file))
+        .map_err(|e| Error::io(format!("read the timeline {}", timeline.display()), e))?;
+    let page = heatmap::heatmap_html(&data, title, unit)
+        .map_err(|e| Error::io("compress the heatmap's data", e))?;
+    let partial = PathBuf::from(format!("{}.partial", path.display()));
+    let written = std::fs::write(&partial, page).and_then(|()| std::fs::rename(&partial, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&partial);
+        return Err(Error::io(format!("write {}", path.display()), e));
+    }
+    Ok(data.samples)
 }

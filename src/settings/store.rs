@@ -2,7 +2,8 @@
 //! made once from the command line; nothing past this point sees the raw strings.
 
 use crate::cli::{
-    CleanArgs, DiffArgs, FilterArgs, LayoutArgs, LsArgs, MeasureArg, PresetArg, RenderArgs, TopArgs,
+    CleanArgs, DiffArgs, ExportArgs, ExportFormatArg, FilterArgs, LayoutArgs, LsArgs, MeasureArg,
+    PresetArg, RenderArgs, TopArgs,
 };
 use crate::error::{Error, Result};
 use crate::profile::diff::Measure;
@@ -296,5 +297,70 @@ mod tests {
             ..args("7d")
         };
         assert!(CleanSettings::from_args(bad_target, "p".into()).is_err());
+    }
+}
+
+/// What `export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    Pprof,
+    Speedscope,
+    Firefox,
+    Collapsed,
+}
+
+impl ExportFormat {
+    /// The default file's extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ExportFormat::Pprof => "pb.gz",
+            ExportFormat::Speedscope => "speedscope.json",
+            ExportFormat::Firefox => "firefox.json",
+            ExportFormat::Collapsed => "collapsed",
+        }
+    }
+}
+
+/// Where an export goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExportOutput {
+    Stdout,
+    File(PathBuf),
+    /// `./<capture>.<extension>`, named once the capture is known.
+    Default,
+}
+
+#[derive(Debug, Clone)]
+pub struct ExportSettings {
+    pub output_dir: PathBuf,
+    pub capture: ProfileRef,
+    pub format: ExportFormat,
+    pub output: ExportOutput,
+}
+
+impl ExportSettings {
+    pub fn from_args(args: ExportArgs, output_dir: PathBuf) -> Result<Self> {
+        let output = match args.output {
+            Some(p) if p.as_os_str() == "-" => ExportOutput::Stdout,
+            Some(p) if p.is_dir() => {
+                return Err(Error::Usage(format!(
+                    "--output {} is a directory; give a file name",
+                    p.display()
+                )))
+            }
+            Some(p) => ExportOutput::File(p),
+            None => ExportOutput::Default,
+        };
+        Ok(ExportSettings {
+            output_dir,
+            capture: ProfileRef::parse(&args.capture, "CAPTURE")?,
+            format: match args.format {
+                ExportFormatArg::Pprof => ExportFormat::Pprof,
+                ExportFormatArg::Speedscope => ExportFormat::Speedscope,
+                ExportFormatArg::Firefox => ExportFormat::Firefox,
+                ExportFormatArg::Collapsed => ExportFormat::Collapsed,
+            },
+            output,
+        })
     }
 }

@@ -29,9 +29,11 @@ impl ProfileRef {
         }
         let path = Path::new(text);
         let looks_like_file = text.contains('/')
-            || path
-                .extension()
-                .is_some_and(|e| ["folded", "data", "script", "txt"].iter().any(|x| e == *x));
+            || path.extension().is_some_and(|e| {
+                ["folded", "data", "script", "txt", "timeline", "json"]
+                    .iter()
+                    .any(|x| e == *x)
+            });
         if path.is_file() || looks_like_file {
             return Ok(ProfileRef::File(path.to_path_buf()));
         }
@@ -88,6 +90,62 @@ pub fn newest_with_folded(output_dir: &Path, container: &str) -> Result<Capture>
         .rev()
         .find(|c| c.file_with_extension("folded").is_some_and(|p| p.is_file()))
         .ok_or_else(|| catalog::no_captures(output_dir, container))
+}
+
+/// The folded file of the capture, and the capture when its manifest is found.
+pub fn find_capture(capture: &ProfileRef, output_dir: &Path) -> Result<(PathBuf, Option<Capture>)> {
+    match capture {
+        ProfileRef::Newest(container) => {
+            let c = newest_with_folded(output_dir, container)?;
+            let folded = c
+                .file_with_extension("folded")
+                .expect("selected for having a .folded file");
+            Ok((folded, Some(c)))
+        }
+        ProfileRef::File(path) => {
+            let found = capture_of_file(path);
+            let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if matches!(extension, "timeline" | "json") {
+                let c = found.ok_or_else(|| {
+                    Error::Usage(format!(
+                        "{} is not part of a capture devprof wrote (no manifest beside it); pass a .folded file",
+                        path.display()
+                    ))
+                })?;
+                let folded = c.file_with_extension("folded").ok_or_else(|| {
+                    Error::Usage(format!(
+                        "the capture {} lists no .folded file",
+                        c.manifest_path.display()
+                    ))
+                })?;
+                return Ok((folded, Some(c)));
+            }
+            Ok((path.clone(), found))
+        }
+    }
+}
+
+/// The capture a file belongs to: the manifest `<stem>.json` beside it (the stem is the
+/// file name up to its first dot), when it parses.
+pub fn capture_of_file(path: &Path) -> Option<Capture> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.split('.').next().filter(|s| !s.is_empty())?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let manifest_path = dir.join(format!("{stem}.json"));
+    let text = std::fs::read_to_string(&manifest_path).ok()?;
+    let manifest: crate::store::Manifest = serde_json::from_str(&text).ok()?;
+    let created = chrono::DateTime::parse_from_rfc3339(&manifest.created).ok()?;
+    let container = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Some(Capture {
+        container,
+        dir: dir.to_path_buf(),
+        manifest_path,
+        manifest,
+        created,
+    })
 }
 
 /// Reads one profile file by its extension: `.data` through perf on this host,

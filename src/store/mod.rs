@@ -26,7 +26,11 @@ pub const ARTIFACT_EXTENSIONS: &[&str] = &[
     "txt",
     "offcpu.folded",
     "offcpu.svg",
+    "node-preset.folded",
+    "node-preset.svg",
+    "timeline",
     "html",
+    "asprof.html",
 ];
 
 /// A capture's file stem, e.g. `profiling/demo-seq/perf-20261122-101500`. Reserving one

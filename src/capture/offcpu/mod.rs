@@ -19,7 +19,8 @@ use crate::profile::offcpu::script::for_each_record;
 use crate::profile::offcpu::summary::{Aggregator, Mode, Outcome};
 use crate::profile::offcpu::text::render_text;
 use crate::profile::perfdata;
-use crate::render::{write_folded_file, write_svg_file, SvgSpec};
+use crate::profile::timeline::TimelineWriter;
+use crate::render::{write_folded_file, write_heatmap_file, write_svg_file, SvgSpec};
 use crate::settings::{OffcpuSettings, SummaryMode};
 use crate::signals::Interrupts;
 use crate::store::{self, Manifest, Stem};
@@ -222,6 +223,7 @@ async fn record_and_summarize(
     // Events as perf names them in its output (modifiers like `:u` dropped).
     let events: Vec<String> = checked.events.iter().map(|e| perf_event_name(e)).collect();
     let local_data = stem.path("data");
+    let timeline_path = stem.path("timeline");
     let summarizing = async move {
         match mode {
             // Full: perf script in the container, where the binaries are, symbolizes.
@@ -229,7 +231,11 @@ async fn record_and_summarize(
                 shell
                     .stream_to(&script_argv, keep, move |reader| {
                         let mut aggregator = Aggregator::for_events(mode, &events);
-                        for_each_record(reader, |r| aggregator.add(r))?;
+                        let mut timeline = timeline_writer(&timeline_path)?;
+                        for_each_record(reader, |r| {
+                            aggregator.add_with_timeline(r, &mut timeline)
+                        })?;
+                        timeline.finish()?;
                         Ok(aggregator)
                     })
                     .await
@@ -240,7 +246,11 @@ async fn record_and_summarize(
                 let aggregator =
                     tokio::task::spawn_blocking(move || -> std::io::Result<Aggregator> {
                         let mut aggregator = Aggregator::for_events(mode, &events);
-                        perfdata::for_each_record(&path, |r| aggregator.add(r))?;
+                        let mut timeline = timeline_writer(&timeline_path)?;
+                        perfdata::for_each_record(&path, |r| {
+                            aggregator.add_with_timeline(r, &mut timeline)
+                        })?;
+                        timeline.finish()?;
                         Ok(aggregator)
                     })
                     .await
@@ -272,6 +282,7 @@ async fn record_and_summarize(
             manifest.notes.push("interrupted while summarizing; the .data file holds the whole recording".into());
             manifest.record_stem_files(&stem, &["data"]);
             let _ = std::fs::remove_file(stem.path("script"));
+            let _ = std::fs::remove_file(stem.path("timeline"));
             manifest.write(&stem)?;
             return Err(Error::Interrupted);
         }
@@ -280,7 +291,7 @@ async fn record_and_summarize(
     let (aggregator, script_out) = match streamed {
         Ok(done) => done,
         Err(e) => {
-            stem.discard(&["data", "script"]);
+            stem.discard(&["data", "script", "timeline"]);
             return Err(e);
         }
     };
@@ -300,7 +311,7 @@ async fn record_and_summarize(
         warnings.push("perf.data is truncated: perf was stopped before it finished writing (out of disk or killed); counts cover what was written".into());
     }
     if summary.total_events == 0 {
-        stem.discard(&["data", "script"]);
+        stem.discard(&["data", "script", "timeline"]);
         return Err(Error::NoSamples {
             container: container.clone(),
             reason: Some(if !script_out.success() {
@@ -321,7 +332,7 @@ async fn record_and_summarize(
 
     // Artifacts.
     let t = Instant::now();
-    let mut extensions = vec!["data", "folded", "svg", "txt"];
+    let mut extensions = vec!["data", "timeline", "folded", "svg", "txt"];
     write_folded_file(&events_folded, &stem.path("folded"))?;
     let title = format!(
         "{container} — events of {} — {} — {} events",
@@ -330,6 +341,8 @@ async fn record_and_summarize(
         thousands(summary.total_events)
     );
     let sub = subtitle(target, Sampling::EveryEvent, settings.call_graph);
+    write_heatmap_file(&stem.path("timeline"), &title, "events", &stem.path("html"))?;
+    extensions.push("html");
     write_svg_file(
         &events_folded,
         &SvgSpec {
@@ -411,6 +424,13 @@ async fn record_and_summarize(
         files,
         warnings,
     })
+}
+
+/// The timeline file beside the event-count flamegraph, written as the events stream in.
+fn timeline_writer(
+    path: &std::path::Path,
+) -> std::io::Result<TimelineWriter<std::io::BufWriter<std::fs::File>>> {
+    TimelineWriter::new(std::io::BufWriter::new(std::fs::File::create(path)?))
 }
 
 fn offcpu_manifest(

@@ -71,6 +71,8 @@ pub struct AsprofReady {
 const OUTPUT_NAME: &str = "asprof.collapsed";
 /// async-profiler's own flamegraph in the workdir, with --asprof-html.
 const HTML_NAME: &str = "asprof.html";
+/// async-profiler's own flamegraph beside the capture (`.html` is the time heatmap).
+pub const ASPROF_HTML: &str = "asprof.html";
 
 /// The event for a CPU profile: perf_events' cpu-clock where the kernel lets the JVM's own
 /// user open perf events on itself (what async-profiler checks before it falls back), else
@@ -133,7 +135,7 @@ impl AsprofEngine {
                 detail: first_error_line(&format!("{}\n{}", out.stderr, out.stdout)),
             });
         }
-        let name = job.stem.file_name("html");
+        let name = job.stem.file_name(ASPROF_HTML);
         job.shell
             .docker()
             .download(job.shell.container(), &html, job.stem.dir(), move |entry| {
@@ -349,7 +351,7 @@ impl Engine for AsprofEngine {
         let mut raw_files = Vec::new();
         if self.html {
             self.keep_html(ready, job).await?;
-            raw_files.push("html");
+            raw_files.push(ASPROF_HTML);
         }
         Ok(Collected {
             folded,

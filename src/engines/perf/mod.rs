@@ -19,7 +19,8 @@ use crate::docker::probe::ContainerFacts;
 use crate::docker::target::ProcInfo;
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
-use crate::profile::folded::fold_perf_script;
+use crate::profile::folded::fold_perf_script_with;
+use crate::profile::timeline::TimelineWriter;
 use crate::store::Stem;
 use crate::ui::progress;
 use std::path::{Path, PathBuf};
@@ -133,16 +134,19 @@ impl Engine for PerfEngine {
         ];
         script_argv.extend(symfs_args(job.symfs.as_deref()));
         let keep = job.keep_script.then(|| job.stem.path("script"));
+        let timeline_path = job.stem.path("timeline");
         let streamed = job
             .shell
-            .stream_to(&script_argv, keep, |reader| fold_perf_script(reader))
+            .stream_to(&script_argv, keep, move |reader| {
+                fold_with_timeline(reader, &timeline_path)
+            })
             .await;
         spinner.finish_and_clear();
         timings_ms.push(("fold", started.elapsed().as_millis() as u64));
         let (folded, script_out) = match streamed {
             Ok((folded, out)) if out.success() || !folded.is_empty() => (folded, out),
             Ok((_, out)) => {
-                job.stem.discard(&["data", "script"]);
+                job.stem.discard(&["data", "script", "timeline"]);
                 return Err(Error::PerfFailed {
                     container: job.shell.container().to_string(),
                     step: "perf script".into(),
@@ -150,11 +154,11 @@ impl Engine for PerfEngine {
                 });
             }
             Err(e) => {
-                job.stem.discard(&["data", "script"]);
+                job.stem.discard(&["data", "script", "timeline"]);
                 return Err(e);
             }
         };
-        let mut raw_files = vec!["data"];
+        let mut raw_files = vec!["data", "timeline"];
         if job.keep_script {
             raw_files.push("script");
         }
@@ -169,6 +173,18 @@ impl Engine for PerfEngine {
             timings_ms,
         })
     }
+}
+
+/// Folds `perf script` text and writes its timeline to `path` on the way.
+pub fn fold_with_timeline(
+    reader: &mut dyn std::io::BufRead,
+    path: &Path,
+) -> std::io::Result<crate::profile::folded::Folded> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut timeline = TimelineWriter::new(file)?;
+    let folded = fold_perf_script_with(reader, &mut timeline)?;
+    timeline.finish()?;
+    Ok(folded)
 }
 
 /// `--symfs ROOT` when the target's binaries are seen under another root (a sidecar reads

@@ -5,6 +5,7 @@
 
 use super::script::{Frame, Record, Sample};
 use crate::profile::folded::Folded;
+use crate::profile::perfscript::{SampleMeta, SampleSink};
 use crate::units::human_bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -157,6 +158,8 @@ pub struct Aggregator {
     io_functions: HashMap<String, (u64, u64)>,
     block_issued_bytes: u64,
     name_cache: HashMap<(String, String), String>,
+    /// Stack ids handed to a timeline, by event-folded stack.
+    timeline_ids: HashMap<String, u32>,
 }
 
 /// What one pass produced: the summary and the flamegraph inputs.
@@ -187,6 +190,7 @@ impl Aggregator {
             io_functions: HashMap::new(),
             block_issued_bytes: 0,
             name_cache: HashMap::new(),
+            timeline_ids: HashMap::new(),
         }
     }
 
@@ -200,6 +204,16 @@ impl Aggregator {
     }
 
     pub fn add(&mut self, record: Record<'_>) {
+        self.add_to(record, None);
+    }
+
+    /// Adds a record and hands each event sample, with its event-folded stack, to the
+    /// timeline `sink`.
+    pub fn add_with_timeline(&mut self, record: Record<'_>, sink: &mut dyn SampleSink) {
+        self.add_to(record, Some(sink));
+    }
+
+    fn add_to(&mut self, record: Record<'_>, sink: Option<&mut dyn SampleSink>) {
         match record {
             Record::Switch { tid, time_ns, out } => {
                 self.see_time(time_ns);
@@ -207,7 +221,7 @@ impl Aggregator {
                     self.switched_in(tid, time_ns);
                 }
             }
-            Record::Sample(sample) => self.add_sample(&sample),
+            Record::Sample(sample) => self.add_sample(&sample, sink),
         }
     }
 
@@ -237,7 +251,7 @@ impl Aggregator {
         names.join(";")
     }
 
-    fn add_sample(&mut self, s: &Sample<'_>) {
+    fn add_sample(&mut self, s: &Sample<'_>, sink: Option<&mut dyn SampleSink>) {
         self.see_time(s.time_ns);
         *self.counts.entry(s.event.to_string()).or_default() += 1;
         let group = Group::of(s.event);
@@ -250,6 +264,25 @@ impl Aggregator {
         if !all.is_empty() {
             key.push(';');
             key.push_str(&all.join(";"));
+        }
+        if let Some(sink) = sink {
+            let id = match self.timeline_ids.get(&key) {
+                Some(id) => *id,
+                None => {
+                    let id = self.timeline_ids.len() as u32;
+                    self.timeline_ids.insert(key.clone(), id);
+                    sink.new_stack(id, &key);
+                    id
+                }
+            };
+            let meta = SampleMeta {
+                time_ns: Some(s.time_ns),
+                pid: Some(s.pid),
+                tid: s.tid,
+                comm: s.comm,
+                weight: 1,
+            };
+            sink.sample(&meta, id);
         }
         *self.event_stacks.entry(key).or_default() += 1;
 

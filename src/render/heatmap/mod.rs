@@ -1,0 +1,199 @@
+//! The heatmap page of a capture, FlameScope's layout: one column per second, 50 rows of
+//! 20 ms, each cell coloured by its sample count; a range dragged over the cells (or named
+//! in the URL fragment, `#t=12.0-14.5`, seconds after the first sample) is drawn as a
+//! flamegraph below, with search, zoom and a per-thread filter. One self-contained HTML
+//! file: no network, no external script.
+//!
+//! The samples are embedded compactly, not as JSON per sample: merged per (20 ms cell,
+//! thread, stack), as LEB128 varints (cell delta, thread, call-tree node, weight), gzipped
+//! and base64-encoded; the page inflates them with the browser's own DecompressionStream.
+//! Stacks are a call tree (`parent`, `frame` per node, parents before children), so a
+//! range's flamegraph is one pass over its cells and one over the tree.
+
+use crate::profile::timeline::{put_varint, read_records, Record};
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Read, Write};
+
+/// Rows per one-second column (FlameScope's 20 ms slices).
+pub const ROWS: u64 = 50;
+/// One cell's span in ns.
+pub const CELL_NS: u64 = 1_000_000_000 / ROWS;
+
+const PAGE: &str = include_str!("page.html");
+const SCRIPT: &str = include_str!("page.js");
+
+/// What a page is made of, before it is written.
+#[derive(Debug, Default)]
+pub struct HeatmapData {
+    pub frames: Vec<String>,
+    /// Per call-tree node: its parent (node 0, the root, is its own) and frame (-1 for root).
+    pub parent: Vec<u32>,
+    pub frame: Vec<i64>,
+    /// (tid, thread name) per thread id.
+    pub threads: Vec<(u32, String)>,
+    /// Weight per (cell, thread, node), in order.
+    pub cells: BTreeMap<(u64, u32, u32), u64>,
+    pub samples: u64,
+}
+
+impl HeatmapData {
+    /// Reads a timeline (zstd bytes), streaming, merging samples per cell, thread and stack.
+    pub fn from_timeline<R: Read>(reader: R) -> io::Result<HeatmapData> {
+        let mut data = HeatmapData {
+            parent: vec![0],
+            frame: vec![-1],
+            ..Default::default()
+        };
+        let mut frame_ids: HashMap<String, i64> = HashMap::new();
+        let mut children: HashMap<(u32, i64), u32> = HashMap::new();
+        let mut leaf_of: Vec<u32> = Vec::new();
+        let mut first: Option<u64> = None;
+        read_records(reader, |record| match record {
+            Record::Stack(stack) => {
+                let mut node = 0u32;
+                for name in stack.split(';') {
+                    let frame = match frame_ids.get(name) {
+                        Some(f) => *f,
+                        None => {
+                            data.frames.push(name.to_string());
+                            let f = data.frames.len() as i64 - 1;
+                            frame_ids.insert(name.to_string(), f);
+                            f
+                        }
+                    };
+                    node = *children.entry((node, frame)).or_insert_with(|| {
+                        data.parent.push(node);
+                        data.frame.push(frame);
+                        data.parent.len() as u32 - 1
+                    });
+                }
+                leaf_of.push(node);
+            }
+            Record::Thread(t) => data.threads.push((t.tid, t.comm)),
+            Record::Sample(s) => {
+                let t0 = *first.get_or_insert(s.time_ns);
+                let cell = s.time_ns.saturating_sub(t0) / CELL_NS;
+                *data
+                    .cells
+                    .entry((cell, s.thread, leaf_of[s.stack as usize]))
+                    .or_default() += s.weight;
+                data.samples += s.weight;
+            }
+        })?;
+        Ok(data)
+    }
+
+    /// The cells as the page reads them: varints, gzipped.
+    fn packed(&self) -> io::Result<Vec<u8>> {
+        let mut raw = Vec::with_capacity(self.cells.len() * 5);
+        let mut last_cell = 0;
+        for ((cell, thread, node), weight) in &self.cells {
+            put_varint(&mut raw, cell - last_cell);
+            put_varint(&mut raw, u64::from(*thread));
+            put_varint(&mut raw, u64::from(*node));
+            put_varint(&mut raw, *weight);
+            last_cell = *cell;
+        }
+        let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+        gz.write_all(&raw)?;
+        gz.finish()
+    }
+}
+
+/// The whole page.
+pub fn heatmap_html(data: &HeatmapData, title: &str, unit: &str) -> io::Result<String> {
+    let meta = json!({
+        "title": title,
+        "unit": unit,
+        "rows": ROWS,
+        "cellMs": CELL_NS as f64 / 1e6,
+        "samples": data.samples,
+        "threads": data.threads.iter().map(|(tid, name)| json!({"tid": tid, "name": name})).collect::<Vec<_>>(),
+        "frames": data.frames,
+        "parent": data.parent,
+        "frame": data.frame,
+        "packed": base64(&data.packed()?),
+    });
+    // `</` cannot appear inside a script element.
+    let meta = meta.to_string().replace("</", "<\\/");
+    Ok(PAGE
+        .replace("{{TITLE}}", &html_escape(title))
+        .replace("{{DATA}}", &meta)
+        .replace("{{SCRIPT}}", SCRIPT))
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::perfscript::{SampleMeta, SampleSink};
+    use crate::profile::timeline::TimelineWriter;
+
+    #[test]
+    fn base64_pads_like_the_standard() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
+    fn samples_merge_per_cell_thread_and_stack_over_a_call_tree() {
+        let mut w = TimelineWriter::new(Vec::new()).unwrap();
+        w.new_stack(0, "a;main;f");
+        w.new_stack(1, "a;main;g");
+        let at = |ms: u64| SampleMeta {
+            time_ns: Some(5_000_000_000 + ms * 1_000_000),
+            pid: Some(1),
+            tid: 2,
+            comm: "a",
+            weight: 1,
+        };
+        for (ms, stack) in [(0, 0), (5, 0), (19, 1), (20, 0), (1000, 1)] {
+            w.sample(&at(ms), stack);
+        }
+        let data = HeatmapData::from_timeline(&w.finish().unwrap()[..]).unwrap();
+        assert_eq!(data.frames, vec!["a", "main", "f", "g"]);
+        assert_eq!(data.parent, vec![0, 0, 1, 2, 2]);
+        let cells: Vec<_> = data.cells.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(
+            cells,
+            vec![
+                ((0, 0, 3), 2),
+                ((0, 0, 4), 1),
+                ((1, 0, 3), 1),
+                ((50, 0, 4), 1)
+            ]
+        );
+        let page = heatmap_html(&data, "t </script>", "samples").unwrap();
+        assert!(!page.contains("t </script>") && page.contains("DecompressionStream"));
+    }
+}
