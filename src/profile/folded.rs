@@ -2,7 +2,7 @@
 //! count, heaviest functions, how much is unsymbolized). `perf script` text is folded by
 //! `profile::perfscript`. Pure functions over readers and text.
 
-use super::perfscript::{fold, FoldOptions, SampleSink};
+use super::perfscript::{fold, FoldOptions, FrameResolver, SampleSink};
 use crate::symbols::demangle::demangle_frame;
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
@@ -25,8 +25,18 @@ pub fn fold_perf_script_with<R: BufRead>(
     reader: R,
     sink: &mut dyn SampleSink,
 ) -> io::Result<Folded> {
+    fold_perf_script_resolved(reader, sink, None)
+}
+
+/// `fold_perf_script_with`, and `resolver` names the frames perf left unnamed.
+pub fn fold_perf_script_resolved<R: BufRead>(
+    reader: R,
+    sink: &mut dyn SampleSink,
+    resolver: Option<&dyn FrameResolver>,
+) -> io::Result<Folded> {
     let options = FoldOptions {
         sink: Some(sink),
+        resolver,
         ..FoldOptions::default()
     };
     Ok(fold(reader, options)?.folded)

@@ -27,6 +27,20 @@ pub async fn read_from_container(
     container: &str,
     path: &str,
 ) -> Result<ElfReport, String> {
+    with_copy(docker, container, path, |local| {
+        elf::read_file(local).map_err(|e| e.to_string())
+    })
+    .await
+}
+
+/// Copies `path` out of `container` into a private temporary directory, runs `read` on
+/// the copy (on a blocking thread) and removes the directory.
+pub async fn with_copy<T: Send + 'static>(
+    docker: &Docker,
+    container: &str,
+    path: &str,
+    read: impl FnOnce(&std::path::Path) -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
     static N: AtomicU32 = AtomicU32::new(0);
     let dir: PathBuf = std::env::temp_dir().join(format!(
         "devprof-binary-{}-{}",
@@ -47,10 +61,9 @@ pub async fn read_from_container(
             .into_iter()
             .next()
             .ok_or_else(|| format!("{path} in {container} is not a regular file"))?;
-        let report = tokio::task::spawn_blocking(move || elf::read_file(&local))
+        tokio::task::spawn_blocking(move || read(&local))
             .await
-            .map_err(|e| e.to_string())?;
-        report.map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?
     }
     .await;
     let _ = std::fs::remove_dir_all(&dir);

@@ -6,4 +6,5 @@
 pub mod binary;
 pub mod demangle;
 pub mod elf;
+pub mod gopclntab;
 pub mod module;

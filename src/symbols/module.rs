@@ -7,6 +7,7 @@
 //! path that names frames itself should use this one.
 
 use super::demangle::demangle_frame;
+use super::gopclntab::PcLnTab;
 use object::{Object, ObjectSegment, ObjectSymbol, ObjectSymbolTable};
 use std::path::Path;
 
@@ -34,6 +35,8 @@ pub enum SymbolKind {
     Dwarf,
     /// Only the symbol table (.symtab, else the exported .dynsym).
     Symtab,
+    /// A Go binary's function table (`.gopclntab`; stripped Go binaries keep it).
+    Gopclntab,
     /// A devprof symbol table file (`symbols` format, used for committed test data).
     Table,
 }
@@ -82,11 +85,19 @@ impl ModuleSymbols {
                 .collect()
         };
         let mut symbols = file.symbol_table().map(text_symbols).unwrap_or_default();
+        let mut from_pclntab = false;
         if symbols.is_empty() {
             symbols = file
                 .dynamic_symbol_table()
                 .map(text_symbols)
                 .unwrap_or_default();
+            // A stripped Go binary still names all its functions in its pclntab.
+            if let Some(Ok(table)) = PcLnTab::from_elf(&file) {
+                if table.functions().len() > symbols.len() {
+                    symbols = go_symbols(&table);
+                    from_pclntab = true;
+                }
+            }
         }
         let has_dwarf = file.section_by_name(".debug_info").is_some();
         drop(file);
@@ -98,6 +109,8 @@ impl ModuleSymbols {
         };
         let kind = if dwarf.is_some() {
             SymbolKind::Dwarf
+        } else if from_pclntab {
+            SymbolKind::Gopclntab
         } else {
             SymbolKind::Symtab
         };
@@ -226,6 +239,19 @@ impl ModuleSymbols {
     }
 }
 
+/// The functions of a Go pclntab as sized symbols.
+fn go_symbols(table: &PcLnTab) -> Vec<Symbol> {
+    table
+        .functions()
+        .iter()
+        .map(|f| Symbol {
+            address: f.entry,
+            size: f.end - f.entry,
+            name: f.name.clone(),
+        })
+        .collect()
+}
+
 fn is_mangled(name: &str) -> bool {
     name.starts_with("_ZN") || name.starts_with("_R") || name.starts_with("_Z")
 }
@@ -313,5 +339,21 @@ mod tests {
         assert!(m.frames_at(0x4000ff).is_empty());
         assert!(m.frames_at(0x400310).is_empty());
         assert!(ModuleSymbols::from_table("bogus 1 2\n").is_err());
+    }
+
+    #[test]
+    fn stripped_go_binary_is_named_from_its_pclntab() {
+        let dir = format!("{}/tests/data/go", env!("CARGO_MANIFEST_DIR"));
+        let module = ModuleSymbols::from_elf(Path::new(&format!("{dir}/tiny-stripped"))).unwrap();
+        assert_eq!(module.kind, SymbolKind::Gopclntab);
+        let nm = std::fs::read_to_string(format!("{dir}/tiny-full.nm")).unwrap();
+        let spin = nm
+            .lines()
+            .find_map(|l| l.strip_suffix(" main.spin"))
+            .map(|a| u64::from_str_radix(a, 16).unwrap())
+            .unwrap();
+        // perf prints offsets in the file; the text segment of a Go executable is at 0x400000.
+        let address = module.address_of_offset(spin - 0x400000 + 8).unwrap();
+        assert_eq!(module.frames_at(address), ["main.spin"]);
     }
 }

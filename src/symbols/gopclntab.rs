@@ -1,0 +1,328 @@
+//! Function names of a Go binary from its pclntab, the table the Go runtime itself uses to
+//! name functions in tracebacks. Every Go binary carries it, stripped (`-ldflags="-s -w"`)
+//! or not, so this names the frames of release builds that have no symbol table.
+//!
+//! Layouts read: Go 1.2–1.15 (magic 0xfffffffb), 1.16–1.17 (0xfffffffa), 1.18–1.19
+//! (0xfffffff0) and 1.20+ (0xfffffff1), either byte order, 4- or 8-byte pointers. The
+//! table is found in the `.gopclntab` section, or, when section headers were removed, by
+//! searching the read-only data for a header that parses. Everything is bounds-checked: a
+//! corrupt table gives an error, never a panic. Also reads the Go version from
+//! `.go.buildinfo`. Pure: works on bytes.
+
+use object::{Object, ObjectSection};
+use std::fmt;
+
+const MAGIC_12: u32 = 0xffff_fffb;
+const MAGIC_116: u32 = 0xffff_fffa;
+const MAGIC_118: u32 = 0xffff_fff0;
+const MAGIC_120: u32 = 0xffff_fff1;
+/// More functions than this is not a real table (the largest Go programs have ~200k).
+const MAX_FUNCS: u64 = 10_000_000;
+/// Longest function name taken (generic instantiations can be long, not this long).
+const MAX_NAME: usize = 4096;
+
+/// The layout generation of a pclntab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Layout {
+    Go12,
+    Go116,
+    Go118,
+    Go120,
+}
+
+/// One function: its code is `entry..end` (ELF addresses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoFunc {
+    pub entry: u64,
+    pub end: u64,
+    pub name: String,
+}
+
+/// The functions of one pclntab, sorted by entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PcLnTab {
+    pub layout: Layout,
+    funcs: Vec<GoFunc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PclnError(pub String);
+
+impl fmt::Display for PclnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "gopclntab: {}", self.0)
+    }
+}
+
+impl std::error::Error for PclnError {}
+
+fn err<T>(what: impl Into<String>) -> Result<T, PclnError> {
+    Err(PclnError(what.into()))
+}
+
+/// Bounds-checked reads in the table's byte order and pointer size.
+struct Reader<'a> {
+    data: &'a [u8],
+    big: bool,
+    ptr: usize,
+}
+
+impl Reader<'_> {
+    fn bytes(&self, at: u64, n: usize) -> Result<&[u8], PclnError> {
+        let start = usize::try_from(at).map_err(|_| PclnError("offset too large".into()))?;
+        start
+            .checked_add(n)
+            .and_then(|end| self.data.get(start..end))
+            .ok_or_else(|| PclnError(format!("read of {n} bytes at {at:#x} past the end")))
+    }
+    fn u32(&self, at: u64) -> Result<u32, PclnError> {
+        let b: [u8; 4] = self.bytes(at, 4)?.try_into().expect("4 bytes");
+        Ok(if self.big {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        })
+    }
+    fn u64(&self, at: u64) -> Result<u64, PclnError> {
+        let b: [u8; 8] = self.bytes(at, 8)?.try_into().expect("8 bytes");
+        Ok(if self.big {
+            u64::from_be_bytes(b)
+        } else {
+            u64::from_le_bytes(b)
+        })
+    }
+    /// A pointer-sized word.
+    fn word(&self, at: u64) -> Result<u64, PclnError> {
+        if self.ptr == 8 {
+            self.u64(at)
+        } else {
+            self.u32(at).map(u64::from)
+        }
+    }
+    /// The header's `index`th word after its first 8 bytes.
+    fn header_word(&self, index: u64) -> Result<u64, PclnError> {
+        self.word(8 + index * self.ptr as u64)
+    }
+    fn cstr(&self, at: u64) -> Result<String, PclnError> {
+        let start = usize::try_from(at).map_err(|_| PclnError("offset too large".into()))?;
+        let rest = self
+            .data
+            .get(start..)
+            .ok_or_else(|| PclnError(format!("name at {at:#x} past the end")))?;
+        let rest = &rest[..rest.len().min(MAX_NAME)];
+        let len = rest
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| PclnError(format!("name at {at:#x} not terminated")))?;
+        Ok(String::from_utf8_lossy(&rest[..len]).into_owned())
+    }
+}
+
+impl PcLnTab {
+    /// Parses a pclntab starting at the first byte of `data`.
+    pub fn parse(data: &[u8]) -> Result<Self, PclnError> {
+        if data.len() < 16 {
+            return err("shorter than its header");
+        }
+        let le = u32::from_le_bytes(data[0..4].try_into().expect("4 bytes"));
+        let be = u32::from_be_bytes(data[0..4].try_into().expect("4 bytes"));
+        let (magic, big) = match (layout_of(le), layout_of(be)) {
+            (Some(l), _) => (l, false),
+            (None, Some(l)) => (l, true),
+            _ => return err(format!("unknown magic {le:#010x}")),
+        };
+        let (pad, min_lc, ptr) = (&data[4..6], data[6], data[7]);
+        if pad != [0, 0] || !matches!(min_lc, 1 | 2 | 4) || !matches!(ptr, 4 | 8) {
+            return err("header is not a pclntab header");
+        }
+        let r = Reader {
+            data,
+            big,
+            ptr: ptr as usize,
+        };
+        let funcs = match magic {
+            Layout::Go12 => read_go12(&r)?,
+            Layout::Go116 => read_go116(&r)?,
+            Layout::Go118 | Layout::Go120 => read_go118(&r)?,
+        };
+        Ok(PcLnTab {
+            layout: magic,
+            funcs,
+        })
+    }
+
+    /// The pclntab of an ELF file: its `.gopclntab` section, else the first header found
+    /// in the read-only data that parses; None when the file is not a Go binary.
+    pub fn from_elf(file: &object::File<'_>) -> Option<Result<Self, PclnError>> {
+        if let Some(section) = file.section_by_name(".gopclntab") {
+            return Some(match section.data() {
+                Ok(data) => Self::parse(data),
+                Err(e) => err(format!("cannot read .gopclntab: {e}")),
+            });
+        }
+        [".data.rel.ro", ".noptrdata", ".rodata"]
+            .iter()
+            .filter_map(|name| file.section_by_name(name)?.data().ok())
+            .find_map(search)
+            .map(Ok)
+    }
+
+    pub fn functions(&self) -> &[GoFunc] {
+        &self.funcs
+    }
+
+    /// The function whose code holds `pc`.
+    pub fn lookup(&self, pc: u64) -> Option<&GoFunc> {
+        let i = self
+            .funcs
+            .partition_point(|f| f.entry <= pc)
+            .checked_sub(1)?;
+        let f = &self.funcs[i];
+        (pc < f.end).then_some(f)
+    }
+}
+
+fn layout_of(magic: u32) -> Option<Layout> {
+    match magic {
+        MAGIC_12 => Some(Layout::Go12),
+        MAGIC_116 => Some(Layout::Go116),
+        MAGIC_118 => Some(Layout::Go118),
+        MAGIC_120 => Some(Layout::Go120),
+        _ => None,
+    }
+}
+
+/// The first pclntab in `data` (headers are pointer-aligned; 4-byte steps cover both).
+fn search(data: &[u8]) -> Option<PcLnTab> {
+    (0..data.len().saturating_sub(16))
+        .step_by(4)
+        .filter(|&i| {
+            let word = [data[i], data[i + 1], data[i + 2], data[i + 3]];
+            layout_of(u32::from_le_bytes(word)).is_some()
+                || layout_of(u32::from_be_bytes(word)).is_some()
+        })
+        .find_map(|i| PcLnTab::parse(&data[i..]).ok())
+}
+
+fn count(n: u64) -> Result<u64, PclnError> {
+    if n == 0 || n > MAX_FUNCS {
+        return err(format!("implausible function count {n}"));
+    }
+    Ok(n)
+}
+
+/// Builds the function list from (entry, name) pairs and the end of the last function;
+/// entries must ascend (the runtime binary-searches them too).
+fn finish(entries: Vec<(u64, String)>, text_end: u64) -> Result<Vec<GoFunc>, PclnError> {
+    let mut funcs = Vec::with_capacity(entries.len());
+    for (i, (entry, name)) in entries.iter().enumerate() {
+        let end = entries.get(i + 1).map(|e| e.0).unwrap_or(text_end);
+        if end < *entry {
+            return err(format!("function table not sorted at {entry:#x}"));
+        }
+        funcs.push(GoFunc {
+            entry: *entry,
+            end,
+            name: name.clone(),
+        });
+    }
+    Ok(funcs)
+}
+
+/// Go 1.18+: 32-bit entries relative to the text start, names in their own table.
+fn read_go118(r: &Reader<'_>) -> Result<Vec<GoFunc>, PclnError> {
+    let nfunc = count(r.header_word(0)?)?;
+    let text_start = r.header_word(2)?;
+    let funcname = r.header_word(3)?;
+    let pcln = r.header_word(7)?;
+    let mut entries = Vec::new();
+    for i in 0..nfunc {
+        let at = pcln + i * 8;
+        let entry_off = r.u32(at)?;
+        let func_off = r.u32(at + 4)?;
+        let func = pcln + u64::from(func_off);
+        if r.u32(func)? != entry_off {
+            return err(format!("function {i}: entry does not match its table row"));
+        }
+        let name_off = u64::from(r.u32(func + 4)?);
+        let name = r.cstr(funcname + name_off)?;
+        entries.push((text_start + u64::from(entry_off), name));
+    }
+    let end = text_start + u64::from(r.u32(pcln + nfunc * 8)?);
+    finish(entries, end)
+}
+
+/// Go 1.16–1.17: pointer-sized absolute entries, names in their own table.
+fn read_go116(r: &Reader<'_>) -> Result<Vec<GoFunc>, PclnError> {
+    let nfunc = count(r.header_word(0)?)?;
+    let funcname = r.header_word(2)?;
+    let pcln = r.header_word(6)?;
+    read_word_table(r, nfunc, pcln, funcname)
+}
+
+/// Go 1.2–1.15: pointer-sized absolute entries right after the header; names are offsets
+/// from the table's start.
+fn read_go12(r: &Reader<'_>) -> Result<Vec<GoFunc>, PclnError> {
+    let nfunc = count(r.header_word(0)?)?;
+    read_word_table(r, nfunc, 8 + r.ptr as u64, 0)
+}
+
+fn read_word_table(
+    r: &Reader<'_>,
+    nfunc: u64,
+    table: u64,
+    names: u64,
+) -> Result<Vec<GoFunc>, PclnError> {
+    let row = 2 * r.ptr as u64;
+    let mut entries = Vec::new();
+    for i in 0..nfunc {
+        let entry = r.word(table + i * row)?;
+        let func = table + r.word(table + i * row + r.ptr as u64)?;
+        if r.word(func)? != entry {
+            return err(format!("function {i}: entry does not match its table row"));
+        }
+        let name_off = u64::from(r.u32(func + r.ptr as u64)?);
+        entries.push((entry, r.cstr(names + name_off)?));
+    }
+    let end = r.word(table + nfunc * row)?;
+    finish(entries, end)
+}
+
+/// The Go version a binary was built with (`go1.19.8`), from `.go.buildinfo` (Go 1.18+
+/// inline form); None for other binaries and older forms.
+pub fn go_version(file: &object::File<'_>) -> Option<String> {
+    let data = file.section_by_name(".go.buildinfo")?.data().ok()?;
+    buildinfo_version(data)
+}
+
+/// The version string of a `.go.buildinfo` section's bytes.
+pub fn buildinfo_version(data: &[u8]) -> Option<String> {
+    const MAGIC: &[u8] = b"\xff Go buildinf:";
+    if !data.starts_with(MAGIC) || data.len() < 32 {
+        return None;
+    }
+    // Flag bit 2: the strings follow the 32-byte header, each prefixed by its varint length.
+    if data[15] & 2 == 0 {
+        return None;
+    }
+    let (len, used) = uvarint(&data[32..])?;
+    let start = 32 + used;
+    let bytes = data.get(start..start.checked_add(usize::try_from(len).ok()?)?)?;
+    let version = std::str::from_utf8(bytes).ok()?;
+    version.starts_with("go").then(|| version.to_string())
+}
+
+fn uvarint(data: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in data.iter().enumerate().take(10) {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+#[path = "gopclntab_tests.rs"]
+mod tests;
