@@ -265,3 +265,44 @@ fn stat_bad_input_fails_clearly_and_writes_nothing() {
         files_under(cwd.path())
     );
 }
+
+#[test]
+fn stat_repeat_interrupted_leaves_no_command_running() {
+    if !devnet_ready("stat_repeat_interrupted_leaves_no_command_running") {
+        return;
+    }
+    let cwd = workdir();
+    // A sleep length no other process in the container uses marks this run's command.
+    let seconds = format!("{}", 4000 + std::process::id() % 1000);
+    let running = || {
+        docker_ok(&["exec", DEMO_SEQ, "sh", "-c", "ps -eo args"])
+            .lines()
+            .any(|l| l.trim() == format!("sleep {seconds}"))
+    };
+    let capture = spawn_capture(
+        cwd.path(),
+        &["stat", DEMO_SEQ, "--repeat", "2", "--", "sleep", &seconds],
+    );
+    let started = std::time::Instant::now();
+    while !running() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    capture.interrupt();
+    let out = capture.wait_with_output();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!running(), "sleep {seconds} still runs in {DEMO_SEQ}");
+    assert!(
+        files_under(cwd.path()).is_empty(),
+        "{:?}",
+        files_under(cwd.path())
+    );
+}

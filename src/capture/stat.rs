@@ -262,9 +262,12 @@ async fn count_runs(
         let log_path = format!("{workdir}/run-{i}.log");
         let script =
             format!(
-            "s=$(date +%s%N); ({env} {perf} stat -x, -o {csv} -e {events} -- {cmd}) >{log} 2>&1; \
+            // perf's pid goes in the workdir's pidfile so that clean-up after Ctrl-C stops
+            // it (and perf stops the command it runs).
+            "s=$(date +%s%N); ({env} sh -c 'echo $$ > \"$0\"; exec \"$@\"' {pidfile} {perf} stat -x, -o {csv} -e {events} -- {cmd}) >{log} 2>&1; \
              rc=$?; e=$(date +%s%N); echo \"devprof-run $rc $s $e\"",
             env = env_prefix(target),
+            pidfile = quote(&format!("{workdir}/perf.pid")),
             perf = quote(&target.ready.perf.path),
             csv = quote(&csv_path),
             events = quote(&events_arg(settings)),
@@ -272,12 +275,21 @@ async fn count_runs(
             log = quote(&log_path),
         );
         let out = tokio::select! {
-            out = tokio::time::timeout(RUN_LIMIT, target.shell.sh(&script)) => out.map_err(|_| Error::PerfFailed {
-                container: target.container.name.clone(),
-                step: format!("run {i}"),
-                detail: format!("still running after {} s", RUN_LIMIT.as_secs()),
-            })??,
-            _ = interrupts.next() => return Err(Error::Interrupted),
+            out = tokio::time::timeout(RUN_LIMIT, target.shell.sh(&script)) => match out {
+                Ok(out) => out?,
+                Err(_) => {
+                    stop_command(&target.shell, workdir).await;
+                    return Err(Error::PerfFailed {
+                        container: target.container.name.clone(),
+                        step: format!("run {i}"),
+                        detail: format!("still running after {} s", RUN_LIMIT.as_secs()),
+                    });
+                }
+            },
+            _ = interrupts.next() => {
+                stop_command(&target.shell, workdir).await;
+                return Err(Error::Interrupted);
+            }
         };
         let (exit_status, wall_s) =
             parse_run_line(&out.stdout).ok_or_else(|| Error::PerfFailed {
@@ -327,6 +339,21 @@ async fn count_runs(
         runs,
     };
     finish(manifest, record, stem)
+}
+
+/// Ends the command perf runs (perf's children, by parent pid from /proc), so the
+/// workdir's clean-up, which stops perf itself, leaves nothing running.
+async fn stop_command(shell: &Shell, workdir: &str) {
+    let script = format!(
+        "p=$(cat {pidfile} 2>/dev/null); [ -n \"$p\" ] || exit 0; \
+         for f in /proc/[0-9]*/stat; do \
+           s=$(cat \"$f\" 2>/dev/null) || continue; rest=${{s##*) }}; \
+           set -- $rest; c=${{f#/proc/}}; \
+           [ \"$2\" = \"$p\" ] && kill -TERM \"${{c%/stat}}\" 2>/dev/null; \
+         done; true",
+        pidfile = quote(&format!("{workdir}/perf.pid"))
+    );
+    let _ = shell.sh(&script).await;
 }
 
 /// `devprof-run <status> <start ns> <end ns>`: a run's exit status and wall time.
