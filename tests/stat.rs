@@ -306,3 +306,24 @@ fn stat_repeat_interrupted_leaves_no_command_running() {
         files_under(cwd.path())
     );
 }
+
+#[test]
+fn stat_window_ctrl_c_saves_the_counts_so_far() {
+    if !devnet_ready("stat_window_ctrl_c_saves_the_counts_so_far") {
+        return;
+    }
+    let cwd = workdir();
+    let mut capture = spawn_capture(cwd.path(), &["stat", DEMO_SEQ, "10m", "-e", "task-clock"]);
+    capture.wait_for_window();
+    capture.interrupt();
+    let out = capture.wait_with_output();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = read_manifest(&only_capture(cwd.path(), DEMO_SEQ, "stat-"));
+    assert_eq!(m["interrupted"], true);
+    assert!(m["duration_recorded_s"].as_f64().unwrap() < 600.0);
+    assert!(task_clock(&m["stat"]["counters"]) > 0.0, "{}", m["stat"]);
+}

@@ -200,9 +200,10 @@ async fn count_window(
         events_arg(settings),
         "-p".into(),
         target.process.pid.to_string(),
-        "--".into(),
-        "sleep".into(),
-        format!("{}", duration.as_secs_f64()),
+        // --timeout rather than `-- sleep N`: perf stat ignores SIGINT while a workload
+        // runs, and Ctrl-C must end the window early with the counts so far.
+        "--timeout".into(),
+        duration.as_millis().to_string(),
     ];
     let label = format!(
         "counting {} ({} events)",
