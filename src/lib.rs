@@ -50,6 +50,11 @@ pub async fn run(cli: cli::Cli) -> Result<(), Error> {
         cli::Command::Diff(args) => commands::diff::run(args, cli.output_dir),
         cli::Command::Export(args) => commands::export::run(args, cli.output_dir),
         cli::Command::Summarize(args) => commands::summarize::run(args),
+        cli::Command::Stat(args) => {
+            let mut interrupts = signals::Interrupts::install()
+                .map_err(|e| Error::io("install signal handlers", e))?;
+            commands::stat::run(args, cli.output_dir, &mut interrupts).await
+        }
         cli::Command::Offcpu(args) => {
             let mut interrupts = signals::Interrupts::install()
                 .map_err(|e| Error::io("install signal handlers", e))?;

@@ -12,6 +12,7 @@ pub mod manifest;
 pub mod offcpu;
 pub mod session;
 pub mod sidecar;
+pub mod stat;
 
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{

@@ -235,3 +235,39 @@ pub struct HeapArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+#[derive(Debug, Args)]
+pub struct StatArgs {
+    /// Container name, id prefix, or compose service name.
+    #[arg(env = "DEVPROF_TARGET")]
+    pub target: Option<String>,
+
+    /// How long to count the target process: 60, 45s, 2m, 1m30s (not with a command).
+    #[arg(env = "DEVPROF_DURATION", default_value = DEFAULT_DURATION)]
+    pub duration: String,
+
+    /// Events to count, comma-separated (perf's names); default: cycles, instructions,
+    /// cache and branch misses, L1-dcache-load-misses, task-clock, context-switches,
+    /// cpu-migrations, page-faults.
+    #[arg(long, short = 'e', value_name = "EVENTS")]
+    pub events: Option<String>,
+
+    /// Run the command after `--` this many times in the target container, each under
+    /// perf stat, instead of counting the running process.
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+
+    #[command(flatten)]
+    pub process: ProcessArgs,
+
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The command to run (after `--`), with its arguments.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}

@@ -53,6 +53,16 @@ pub enum Command {
     )]
     Cpu(CpuArgs),
 
+    /// Count hardware and software events with perf stat: the target process over a
+    /// window, or a command run N times in the target container, with IPC, cache-miss
+    /// and branch-miss rates in words and run-time statistics.
+    #[command(after_help = "Examples:\n  devprof stat demo-seq 10\n  \
+                            devprof stat demo-seq 5 -e task-clock,page-faults --json\n  \
+                            devprof stat demo-seq --repeat 10 -- sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'\n\n\
+                            Events the CPU or hypervisor cannot count show as `not supported`, with the reason; \
+                            runs that exit non-zero are listed with their status and left out of the statistics.")]
+    Stat(StatArgs),
+
     /// Fold `perf script` text into folded stacks (and optionally an SVG), streaming.
     /// Reads standard input when FILE is `-`.
     #[command(

@@ -28,12 +28,15 @@ pub fn run(args: LsArgs, output_dir: PathBuf) -> Result<()> {
     Ok(())
 }
 
-/// What a capture's count counts, by kind: samples (cpu), events (offcpu), bytes (heap).
+/// What a capture's count counts, by kind: samples (cpu), events (offcpu), bytes (heap),
+/// runs of a command or counters over a window (stat).
 pub fn count_text(capture: &Capture) -> String {
     let n = capture.manifest.sample_count;
     match capture.manifest.kind.as_str() {
         "heap" => human_bytes(n),
         "offcpu" => format!("{} events", thousands(n)),
+        "stat" if n > 0 => format!("{} runs", thousands(n)),
+        "stat" => format!("{} counters", capture.manifest.events.len()),
         _ => format!("{} samples", thousands(n)),
     }
 }

@@ -10,5 +10,6 @@ pub mod heap;
 pub mod ls;
 pub mod offcpu;
 pub mod render;
+pub mod stat;
 pub mod summarize;
 pub mod top;

@@ -15,6 +15,7 @@ pub mod perfdata;
 pub mod perfscript;
 pub mod pyspy;
 pub mod stacks;
+pub mod stat;
 pub mod timeline;
 pub mod top;
 

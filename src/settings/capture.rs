@@ -4,7 +4,7 @@ use super::{
     call_graph_of, config_dirs, placement_of, selector_of, target_of, window_of, CallGraph,
     EngineChoice, Placement,
 };
-use crate::cli::{CpuArgs, HeapArgs, OffcpuArgs};
+use crate::cli::{CpuArgs, HeapArgs, OffcpuArgs, StatArgs};
 use crate::docker::target::ProcessSelector;
 use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{Selection, Signal};
@@ -93,6 +93,95 @@ impl CpuSettings {
             json: args.json,
         })
     }
+}
+
+/// What `devprof stat` counts: the running process over a window, or a command run N times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatSource {
+    Window(Duration),
+    Command { argv: Vec<String>, repeat: u32 },
+}
+
+#[derive(Debug, Clone)]
+pub struct StatSettings {
+    pub placement: Placement,
+    pub target: String,
+    pub source: StatSource,
+    pub events: Vec<String>,
+    pub process: ProcessSelector,
+    pub output_dir: PathBuf,
+    pub json: bool,
+}
+
+/// More runs than this is a typo, not a benchmark.
+const MAX_REPEAT: u32 = 10_000;
+
+impl StatSettings {
+    pub fn from_args(args: StatArgs, output_dir: PathBuf) -> Result<Self> {
+        let events = match args.events.as_deref() {
+            None => crate::profile::stat::DEFAULT_EVENTS
+                .iter()
+                .map(|e| e.to_string())
+                .collect(),
+            Some(text) => stat_events(text)?,
+        };
+        let window = window_of(&args.duration)?;
+        let source = match (args.repeat, args.command.is_empty()) {
+            (Some(0), _) => return Err(Error::Usage("--repeat N: N must be at least 1".into())),
+            (Some(n), _) if n > MAX_REPEAT => {
+                return Err(Error::Usage(format!(
+                    "--repeat {n} is over the {MAX_REPEAT} limit"
+                )))
+            }
+            (Some(_), true) => {
+                return Err(Error::Usage(
+                    "--repeat runs a command: give it after `--` (devprof stat TARGET --repeat 5 -- CMD ARGS...); the command after `--` is empty"
+                        .into(),
+                ))
+            }
+            (repeat, false) => {
+                if args.command[0].trim().is_empty() {
+                    return Err(Error::Usage("the command after `--` is empty".into()));
+                }
+                StatSource::Command {
+                    argv: args.command,
+                    repeat: repeat.unwrap_or(1),
+                }
+            }
+            (None, true) => StatSource::Window(window),
+        };
+        Ok(StatSettings {
+            placement: placement_of(args.placement, window)?,
+            target: target_of(args.target)?,
+            source,
+            events,
+            process: selector_of(args.process)?,
+            output_dir,
+            json: args.json,
+        })
+    }
+}
+
+/// `-e` names: comma-separated, none empty, each once. Whether perf knows them is for
+/// perf to say (the capture asks it before counting).
+fn stat_events(text: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in text.split(',') {
+        let name = raw.trim();
+        if name.is_empty() {
+            return Err(Error::Usage(format!(
+                "-e {text}: empty event name in the list"
+            )));
+        }
+        if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::Usage(format!("-e: '{name}' is not an event name")));
+        }
+        if out.iter().any(|n| n == name) {
+            return Err(Error::Usage(format!("-e: '{name}' is listed twice")));
+        }
+        out.push(name.to_string());
+    }
+    Ok(out)
 }
 
 /// async-profiler's launcher, relative to a release directory.

@@ -7,7 +7,9 @@ pub mod capture;
 pub mod setup;
 pub mod store;
 
-pub use capture::{CpuSettings, HeapSettings, HeapSource, OffcpuSettings, SummaryMode};
+pub use capture::{
+    CpuSettings, HeapSettings, HeapSource, OffcpuSettings, StatSettings, StatSource, SummaryMode,
+};
 
 use crate::cli::{CallGraphArg, EngineArg, ModeArg, PlacementArgs, ProcessArgs};
 use crate::docker::target::ProcessSelector;

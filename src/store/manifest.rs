@@ -112,6 +112,9 @@ pub struct Manifest {
     /// A heap capture: the dumps merged, totals, symbols and top allocation sites.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heap: Option<crate::profile::heap::HeapRecord>,
+    /// A stat capture: counters, derived readings, and each run of a command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<crate::profile::stat::StatRecord>,
 }
 
 impl Manifest {
