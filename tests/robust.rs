@@ -261,7 +261,8 @@ fn clean_containers_keeps_the_sidecar_of_a_running_capture() {
         &["sleep", "300"],
     );
     let cwd = workdir();
-    let mut child = spawn_devprof(cwd.path(), &["cpu", &node.0, "30", "--mode", "sidecar"]);
+    let mut capture = spawn_capture(cwd.path(), &["cpu", &node.0, "30", "--mode", "sidecar"]);
+    capture.wait_for_window();
     wait_for_perf_record(&node.0);
     let running = sidecars_of_id(&id);
     assert_eq!(running.len(), 1, "{running:?}");
@@ -281,14 +282,15 @@ fn clean_containers_keeps_the_sidecar_of_a_running_capture() {
         "the running capture's sidecar was removed: {}",
         String::from_utf8_lossy(&out)
     );
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let status = child.wait().unwrap();
+    // Some recording first: a window stopped before its first sample has nothing to keep.
+    std::thread::sleep(Duration::from_secs(2));
+    capture.interrupt();
+    let output = capture.wait_with_output();
     assert!(
-        status.success(),
-        "the capture failed after clean: {status:?}"
+        output.status.success(),
+        "the capture failed after clean: {:?}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
     );
 }
 
