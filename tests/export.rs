@@ -15,11 +15,7 @@ fn a_real_cpu_capture_exports_to_pprof_speedscope_firefox_and_collapsed() {
         return;
     }
     let cwd = workdir();
-    devprof(cwd.path())
-        .args(["cpu", DEMO_SEQ, "3"])
-        .assert()
-        .success();
-    let stem = only_capture(cwd.path(), DEMO_SEQ, "perf-");
+    let stem = cpu_capture(cwd.path(), DEMO_SEQ, "3");
     let manifest = read_manifest(&stem);
     let listed = listed_files(&manifest);
     assert!(

@@ -137,11 +137,7 @@ fn a_real_capture_writes_a_heatmap_that_render_heatmap_rewrites() {
         return;
     }
     let cwd = workdir();
-    devprof(cwd.path())
-        .args(["cpu", DEMO_SEQ, "3"])
-        .assert()
-        .success();
-    let stem = only_capture(cwd.path(), DEMO_SEQ, "perf-");
+    let stem = cpu_capture(cwd.path(), DEMO_SEQ, "3");
     let listed = timelines::listed_files(&read_manifest(&stem));
     assert!(listed.iter().any(|n| n.ends_with(".html")), "{listed:?}");
     let timeline =

@@ -420,3 +420,12 @@ pub fn assert_samples_follow_cpu_time(
         "{samples} samples ({sampled_secs:.2} CPU-s) for {cpu_used:.2} CPU-s used over a {run_secs:.1} s run"
     );
 }
+
+/// `devprof cpu CONTAINER SECS` in `cwd`, which must succeed; the capture's stem.
+pub fn cpu_capture(cwd: &Path, container: &str, secs: &str) -> PathBuf {
+    devprof(cwd)
+        .args(["cpu", container, secs])
+        .assert()
+        .success();
+    only_capture(cwd, container, "perf-")
+}
