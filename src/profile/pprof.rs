@@ -327,6 +327,67 @@ impl Profile {
 mod tests {
     use super::*;
 
+    fn data(name: &str) -> Vec<u8> {
+        let path = format!("{}/tests/data/go/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn stacks(folded: &Folded) -> BTreeMap<String, u64> {
+        folded.stacks.iter().cloned().collect()
+    }
+
+    /// A real heap profile served by demo-go's net/http/pprof; the expected stacks are
+    /// `go tool pprof -raw` of the same file, folded (tests/data/go/*.folded).
+    #[test]
+    fn a_go_heap_profile_folds_as_go_tool_pprof_reads_it() {
+        let profile = decode(&data("demo-go-heap.pb.gz")).unwrap();
+        let types: Vec<&str> = profile
+            .sample_types
+            .iter()
+            .map(|(t, _)| t.as_str())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "alloc_objects",
+                "alloc_space",
+                "inuse_objects",
+                "inuse_space"
+            ]
+        );
+        assert_eq!(profile.period, 524288);
+        assert_eq!(
+            profile.period_type,
+            Some(("space".to_string(), "bytes".to_string()))
+        );
+        for kind in ["inuse_space", "alloc_space"] {
+            let expected = Folded::from_folded_text(
+                &String::from_utf8(data(&format!("demo-go-heap.{kind}.folded"))).unwrap(),
+            );
+            let folded = profile.fold(profile.value_index(kind).unwrap(), "demo-go");
+            assert_eq!(stacks(&folded), stacks(&expected), "{kind}");
+        }
+        let inuse = profile.fold(profile.value_index("inuse_space").unwrap(), "demo-go");
+        assert_eq!(inuse.top_self(1)[0].0, "main.allocBlocks");
+    }
+
+    #[test]
+    fn every_cut_of_a_real_profile_is_an_error_or_a_profile_never_a_panic() {
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&data("demo-go-heap.pb.gz")[..])
+            .read_to_end(&mut raw)
+            .unwrap();
+        for end in 0..raw.len() {
+            let _ = decode_raw(&raw[..end]);
+        }
+        // Flipped bytes too.
+        for i in 0..raw.len() {
+            let mut bad = raw.clone();
+            bad[i] ^= 0xa5;
+            let _ = decode_raw(&bad);
+        }
+    }
+
     #[test]
     fn hostile_bytes_are_errors_not_panics() {
         for bytes in [
