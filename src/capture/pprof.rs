@@ -430,7 +430,11 @@ fn write_capture(
     manifest.capture_mode = Some(
         "Go runtime's net/http/pprof, fetched inside the container's network namespace".into(),
     );
-    manifest.events = vec![kind.sample_type().to_string()];
+    manifest.events = vec![match kind {
+        // Go samples CPU time with SIGPROF timers; `samples` counts them.
+        PprofKind::Cpu { .. } => "cpu (Go runtime)".to_string(),
+        PprofKind::Heap { .. } => kind.sample_type().to_string(),
+    }];
     manifest.duration_recorded_s = duration.as_secs_f64();
     if let PprofKind::Cpu { seconds } = kind {
         manifest.duration_requested_s = seconds as f64;
