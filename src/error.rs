@@ -269,6 +269,24 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
+    #[error(
+        "no net/http/pprof endpoint for pid {pid} in '{container}': {detail}\n  \
+         to profile it through Go's own profiles, {fix}"
+    )]
+    PprofMissing {
+        container: String,
+        pid: u32,
+        detail: String,
+        fix: String,
+    },
+
+    #[error("the pprof profile from {url} in '{container}' could not be read: {detail}")]
+    PprofInvalid {
+        container: String,
+        url: String,
+        detail: String,
+    },
+
     #[error("interrupted")]
     Interrupted,
 
@@ -295,7 +313,9 @@ impl Error {
             | Error::PerfDenied { .. }
             | Error::PerfFailed { .. }
             | Error::JvmAttachDisabled { .. }
-            | Error::AsprofMissing { .. } => exit::PROFILER,
+            | Error::AsprofMissing { .. }
+            | Error::PprofMissing { .. } => exit::PROFILER,
+            Error::PprofInvalid { .. } => exit::FAILURE,
             Error::NoSamples { .. } => exit::NO_DATA,
             Error::UnknownEvent { .. } => exit::USAGE,
             Error::NoEvents { .. }

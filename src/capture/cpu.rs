@@ -46,8 +46,11 @@ pub struct CpuOutcome {
 
 pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Result<CpuOutcome> {
     let located = locate(&settings.target, &settings.process).await?;
+    if settings.engine == EngineChoice::Pprof {
+        return run_go_pprof(located, settings, interrupts).await;
+    }
     let asprof = match (settings.engine, located.runtime) {
-        (EngineChoice::Perf | EngineChoice::PySpy, _) => None,
+        (EngineChoice::Perf | EngineChoice::PySpy | EngineChoice::Pprof, _) => None,
         (_, Runtime::Jvm) => match &settings.asprof_dir {
             Some(dir) => Some(AsprofSource::Host(dir.clone())),
             None => release::find_in_container(
@@ -126,6 +129,40 @@ pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Res
     }
 }
 
+/// `--engine pprof`: the Go runtime's own CPU profile from the service's endpoint.
+async fn run_go_pprof(
+    located: super::Located,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<CpuOutcome> {
+    if located.runtime != Runtime::Go {
+        return Err(Error::Usage(format!(
+            "--engine pprof reads a Go program's net/http/pprof endpoint: pid {} ({}) in '{}' is a {} process; use --engine auto",
+            located.process.pid,
+            located.process.cmdline,
+            located.container.name,
+            located.runtime.name()
+        )));
+    }
+    let seconds = settings.duration.as_secs().max(1);
+    let outcome = super::pprof::run_pprof(
+        located,
+        super::pprof::PprofKind::Cpu { seconds },
+        settings.pprof_url.as_deref(),
+        &settings.placement.profiler_image,
+        &settings.target,
+        &settings.output_dir,
+        interrupts,
+    )
+    .await?;
+    Ok(CpuOutcome {
+        manifest: outcome.manifest,
+        manifest_path: outcome.manifest_path,
+        files: outcome.files,
+        warnings: outcome.warnings,
+    })
+}
+
 /// Whether an error says py-spy is nowhere to be run (neither in the target nor beside it).
 fn no_py_spy(e: &Error) -> bool {
     match e {
@@ -153,6 +190,8 @@ fn choose_engine(choice: EngineChoice, runtime: Runtime, asprof_available: bool)
         EngineChoice::Perf => EngineKind::Perf,
         EngineChoice::PySpy => EngineKind::PySpy,
         EngineChoice::Asprof => EngineKind::Asprof,
+        // Handled before an engine is chosen (it records nothing in the container).
+        EngineChoice::Pprof => EngineKind::Perf,
         EngineChoice::Auto if runtime == Runtime::Python => EngineKind::PySpy,
         EngineChoice::Auto if runtime == Runtime::Jvm && asprof_available => EngineKind::Asprof,
         EngineChoice::Auto => EngineKind::Perf,
@@ -276,6 +315,12 @@ async fn record_and_analyse<E: Engine>(
     manifest.notes.extend(notes.iter().cloned());
     manifest.perf.record_command = record_argv.clone();
     manifest.notes.extend(runtime_warnings);
+    if let Some(go) = &target.go {
+        // Said once: a stripped Go binary needs no rebuild, unlike a stripped Rust one.
+        let note = crate::runtime::go_names_note(go.stripped);
+        eprintln!("note: {note}");
+        manifest.notes.push(note.to_string());
+    }
     let mut warnings = Vec::new();
     if let Some(at) = recording.process_exited {
         warnings.push(format!(
@@ -294,6 +339,7 @@ async fn record_and_analyse<E: Engine>(
 
     let job = CollectJob {
         shell: &target.shell,
+        go: target.go.clone(),
         pid: target.process.pid,
         workdir,
         recorded: &recording.output,
@@ -424,6 +470,9 @@ async fn record_and_analyse<E: Engine>(
             Runtime::Jvm => "JIT-compiled Java code is named only through the JVM's perf map or async-profiler: \
                  record with --engine asprof (async-profiler in the container, or --asprof DIR), or let the JVM \
                  accept jcmd (no -XX:+DisableAttachMechanism, jcmd from the JDK in the image)",
+            Runtime::Go => "Go functions are named from the symbol table or .gopclntab; the unnamed frames are \
+                 outside the Go binary (cgo libraries, the vDSO) or its table could not be read: check the \
+                 notes above, or use Go's own profile with --engine pprof",
             _ => "the binary lacks symbols/debuginfo or frame pointers. Build with debug info and \
                  `-C force-frame-pointers=yes` (or `devprof build`), don't strip it, or record with --call-graph dwarf",
         };

@@ -84,6 +84,17 @@ pub fn identity(
 
 /// The manifest of a capture an engine recorded, before its results are filled in.
 pub fn manifest_for<R>(target: &Target<R>, base: ManifestBase<'_>) -> Manifest {
+    let mut identity = identity(
+        base.kind,
+        base.typed_target,
+        &target.container,
+        &target.process,
+        &target.process_facts,
+        target.runtime,
+    );
+    if let Some(go) = &target.go {
+        identity.runtime_version = go.version.clone();
+    }
     Manifest {
         engine: base.engine.to_string(),
         perf: PerfRecord {
@@ -95,13 +106,6 @@ pub fn manifest_for<R>(target: &Target<R>, base: ManifestBase<'_>) -> Manifest {
         duration_requested_s: base.requested.as_secs_f64(),
         duration_recorded_s: (base.window.as_secs_f64() * 1000.0).round() / 1000.0,
         interrupted: base.interrupted,
-        ..identity(
-            base.kind,
-            base.typed_target,
-            &target.container,
-            &target.process,
-            &target.process_facts,
-            target.runtime,
-        )
+        ..identity
     }
 }

@@ -10,6 +10,7 @@ pub mod jit;
 pub mod liveness;
 pub mod manifest;
 pub mod offcpu;
+pub mod pprof;
 pub mod session;
 pub mod sidecar;
 pub mod stat;
@@ -24,7 +25,9 @@ use crate::engines::Engine;
 use crate::error::{Error, Result};
 use crate::runtime::{self, ProcessFacts, Runtime};
 use crate::settings::{CaptureMode, Placement};
+use crate::symbols::binary::GoBinary;
 use crate::text::first_line;
+use std::sync::Arc;
 
 /// A container and the process in it, found (no engine involved yet).
 pub struct Located {
@@ -37,6 +40,8 @@ pub struct Located {
     /// What /proc says about the process: executable, user, environment, libraries.
     pub process_facts: ProcessFacts,
     pub runtime: Runtime,
+    /// A Go program's executable as read once (version, names of a stripped binary).
+    pub go: Option<Arc<GoBinary>>,
 }
 
 /// Connects, resolves the container and chooses the process.
@@ -49,6 +54,15 @@ pub async fn locate(target: &str, selector: &ProcessSelector) -> Result<Located>
     let process = choose_process(&shell, &facts, selector, &container.name).await?;
     let process_facts = ProcessFacts::probe(&shell, process.pid).await?;
     let runtime = runtime::of_process(&process, &process_facts);
+    // Read from the container itself (the archive API needs no rights in the process).
+    let go = match runtime {
+        Runtime::Go => match process_facts.executable() {
+            Some(exe) => GoBinary::from_container(&docker, &container.id, exe).await,
+            None => None,
+        },
+        _ => None,
+    }
+    .map(Arc::new);
     Ok(Located {
         docker,
         container,
@@ -57,6 +71,7 @@ pub async fn locate(target: &str, selector: &ProcessSelector) -> Result<Located>
         process,
         process_facts,
         runtime,
+        go,
     })
 }
 
@@ -71,6 +86,7 @@ pub struct Target<R> {
     pub process: ProcInfo,
     pub process_facts: ProcessFacts,
     pub runtime: Runtime,
+    pub go: Option<Arc<GoBinary>>,
     /// What the engine's `prepare` found.
     pub ready: R,
     pub sidecar: Option<sidecar::Sidecar>,
@@ -203,6 +219,7 @@ pub async fn find_target<E: Engine>(
                     process: located.process,
                     process_facts: located.process_facts,
                     runtime: located.runtime,
+                    go: located.go,
                     ready,
                     sidecar: None,
                     sysctls,

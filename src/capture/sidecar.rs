@@ -68,7 +68,7 @@ const LADDER: &[Tier] = &[
 
 /// How long a sidecar outlives the capture window (perf script, copy-out) if devprof
 /// itself dies; then it removes itself.
-const SPARE_LIFETIME: Duration = Duration::from_secs(15 * 60);
+pub const SPARE_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
 pub async fn start<E: Engine>(
     engine: &E,
@@ -118,6 +118,7 @@ pub async fn start<E: Engine>(
                 Vec::new()
             },
             lifetime: placement.window + SPARE_LIFETIME,
+            share_network: false,
         };
         let info = match docker.start_sidecar(&spec).await {
             Ok(info) => info,
@@ -141,6 +142,7 @@ pub async fn start<E: Engine>(
                     process,
                     process_facts: located.process_facts.clone(),
                     runtime: located.runtime,
+                    go: located.go.clone(),
                     ready,
                     sidecar: Some(Sidecar {
                         info,

@@ -57,6 +57,11 @@ pub struct CpuArgs {
     #[arg(long)]
     pub asprof_html: bool,
 
+    /// Go targets: the net/http/pprof endpoint as the container itself reaches it
+    /// (http://127.0.0.1:6060); found from the listening sockets when not given.
+    #[arg(long, value_name = "URL", env = "DEVPROF_PPROF_URL")]
+    pub pprof_url: Option<String>,
+
     #[command(flatten)]
     pub process: ProcessArgs,
 
@@ -100,6 +105,8 @@ pub enum EngineArg {
     PySpy,
     /// async-profiler (JVM targets: Java frames named by the JVM itself).
     Asprof,
+    /// Go's own CPU profile from the service's net/http/pprof endpoint (Go targets).
+    Pprof,
 }
 
 /// Where the recorder runs.
@@ -219,14 +226,29 @@ pub struct HeapArgs {
     #[arg(long, value_name = "A,B", value_delimiter = ',', num_args = 1..)]
     pub files: Vec<String>,
 
-    /// Accumulated bytes (everything allocated since start, freed or not; needs
-    /// prof_accum:true) instead of in-use bytes.
+    /// Accumulated bytes (everything allocated since start, freed or not; jemalloc needs
+    /// prof_accum:true; Go: alloc_space) instead of in-use bytes.
     #[arg(long)]
     pub alloc: bool,
 
     /// The signal that makes the program call jemalloc's prof.dump.
     #[arg(long, env = "DEVPROF_HEAP_DUMP_SIGNAL", default_value = "USR2")]
     pub signal: String,
+
+    /// Go targets: the net/http/pprof endpoint as the container itself reaches it
+    /// (http://127.0.0.1:6060); found from the listening sockets when not given.
+    #[arg(long, value_name = "URL", env = "DEVPROF_PPROF_URL")]
+    pub pprof_url: Option<String>,
+
+    /// Go targets: the image of the container that fetches the profile inside the
+    /// target's network namespace (it needs curl).
+    #[arg(
+        long,
+        value_name = "IMAGE",
+        env = "DEVPROF_PROFILER_IMAGE",
+        default_value = "devprof-profiler:latest"
+    )]
+    pub profiler_image: String,
 
     #[command(flatten)]
     pub process: ProcessArgs,

@@ -48,7 +48,8 @@ pub enum Command {
                             devprof cpu demo-seq 45s --frequency 499\n  \
                             devprof cpu op-reth-seq 2m --call-graph dwarf   # no frame pointers in the binary\n  \
                             devprof cpu 3f2a9c 30 --pid 42                    # id prefix, explicit pid\n  \
-                            DEVPROF_TARGET=demo-seq devprof cpu               # target from the environment or .env\n\n\
+                            DEVPROF_TARGET=demo-seq devprof cpu               # target from the environment or .env\n  \
+                            devprof cpu op-node 30 --engine pprof             # Go: the service's own net/http/pprof CPU profile\n\n\
                             Ctrl-C ends the capture early and still writes every artifact."
     )]
     Cpu(CpuArgs),
@@ -173,12 +174,16 @@ pub enum Command {
                             devprof heap demo-seq --last 2           # merge the newest two\n  \
                             devprof heap demo-seq --all --alloc      # every dump, accumulated (prof_accum) bytes\n  \
                             devprof heap demo-seq --files jeprof.demo-seq.6.0.m0.heap,jeprof.demo-seq.6.1.m1.heap\n  \
-                            devprof heap --json op-reth-seq 30 | jq .top_self\n\n\
+                            devprof heap --json op-reth-seq 30 | jq .top_self\n  \
+                            devprof heap op-node                     # a Go service: its net/http/pprof heap profile (in-use bytes)\n  \
+                            devprof heap op-node --alloc --pprof-url http://127.0.0.1:6060\n\n\
                             The process must run with jemalloc profiling on from its start: _RJEM_MALLOC_CONF \
                             (tikv-jemallocator) or MALLOC_CONF (unprefixed jemalloc) containing prof:true. With \
                             DURATION, devprof sends DEVPROF_HEAP_DUMP_SIGNAL (USR2) at the start and the end of the \
                             window when the process catches it (the program calls jemalloc's prof.dump on it), and \
-                            collects interval dumps (lg_prof_interval) written meanwhile."
+                            collects interval dumps (lg_prof_interval) written meanwhile. A Go program's heap \
+                            comes from its net/http/pprof endpoint instead (inuse_space, or alloc_space with \
+                            --alloc), fetched inside the container's network namespace."
     )]
     Heap(HeapArgs),
 

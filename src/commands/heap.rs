@@ -51,24 +51,41 @@ fn human_summary(outcome: &HeapOutcome) -> String {
     let m = &outcome.manifest;
     let heap = m.heap.clone().unwrap_or_default();
     let mut out = String::new();
+    let source = if heap.dumps.is_empty() {
+        // A Go heap: one profile from the runtime, no dumps.
+        heap.how.clone()
+    } else {
+        format!(
+            "from {} dump{} ({})",
+            heap.dumps.len(),
+            if heap.dumps.len() == 1 { "" } else { "s" },
+            heap.how
+        )
+    };
     out.push_str(&format!(
-        "{} (pid {}): {} bytes {} in {} objects, from {} dump{} ({})\n",
+        "{} (pid {}): {} bytes {} in {} objects, {source}\n",
         m.container.name,
         m.process.pid,
         heap.measure,
         human_bytes(heap.total_bytes),
         thousands(heap.total_objects),
-        heap.dumps.len(),
-        if heap.dumps.len() == 1 { "" } else { "s" },
-        heap.how
     ));
     out.push_str(&output::process_line(m));
     for d in &heap.dumps {
         out.push_str(&format!("  dump {} (seq {}, {})\n", d.name, d.seq, d.kind));
     }
-    if !heap.own_sites.is_empty() {
-        out.push_str("largest allocation sites in the program's own code:\n");
-        for (name, bytes) in heap.own_sites.iter().take(5) {
+    let (heading, sites) = if heap.own_sites.is_empty() {
+        ("largest allocation sites:", &heap.top_self)
+    } else {
+        (
+            "largest allocation sites in the program's own code:",
+            &heap.own_sites,
+        )
+    };
+    if !sites.is_empty() {
+        out.push_str(heading);
+        out.push('\n');
+        for (name, bytes) in sites.iter().take(5) {
             let share = 100.0 * *bytes as f64 / heap.total_bytes.max(1) as f64;
             out.push_str(&format!(
                 "  {share:5.1}%  {:>10}  {name}\n",

@@ -20,6 +20,9 @@ pub struct SidecarSpec {
     pub binds: Vec<String>,
     /// The sidecar removes itself after this long even if devprof is killed.
     pub lifetime: Duration,
+    /// Also join the target's network namespace (`network_mode: container:<target>`), to
+    /// reach endpoints it serves on its loopback interface.
+    pub share_network: bool,
 }
 
 /// The label every devprof sidecar carries (`devprof clean --containers` looks for it).
@@ -79,6 +82,9 @@ impl Docker {
             ),
             host_config: Some(HostConfig {
                 pid_mode: Some(format!("container:{}", spec.target_id)),
+                network_mode: spec
+                    .share_network
+                    .then(|| format!("container:{}", spec.target_id)),
                 cap_add: (!spec.cap_add.is_empty()).then(|| spec.cap_add.clone()),
                 security_opt: (!spec.security_opt.is_empty()).then(|| spec.security_opt.clone()),
                 privileged: Some(spec.privileged),

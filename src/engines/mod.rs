@@ -47,6 +47,8 @@ pub struct RecordCommand {
 /// What the recording command left behind, for `collect`.
 pub struct CollectJob<'a> {
     pub shell: &'a Shell,
+    /// The Go executable as read when the target was found (a Go target only).
+    pub go: Option<std::sync::Arc<crate::symbols::binary::GoBinary>>,
     /// The recorded process, as seen from `shell`.
     pub pid: u32,
     pub workdir: &'a str,

@@ -13,6 +13,7 @@ pub mod heap;
 pub mod offcpu;
 pub mod perfdata;
 pub mod perfscript;
+pub mod pprof;
 pub mod pyspy;
 pub mod stacks;
 pub mod stat;

@@ -166,6 +166,12 @@ pub fn broken_advice(engine: &str, runtime: &str, call_graph_dwarf: bool) -> (St
              interpreter's own stacks; or record with --call-graph dwarf"
                 .to_string(),
         ),
+        "go" => (
+            why + "Go code keeps them, so the break is in cgo, assembly or a C library it calls",
+            "record with --call-graph dwarf, or use Go's own profile (--engine pprof), which \
+             the Go runtime unwinds itself"
+                .to_string(),
+        ),
         "jvm" => (
             why + "the JVM omits them in JIT code unless told",
             "start the JVM with -XX:+PreserveFramePointer, or record with --call-graph dwarf"

@@ -48,6 +48,14 @@ while read -r a b c d e f; do
   case "$f" in *libjemalloc*|*libjvm*|*libnode*|*libpython*|*libasyncProfiler*) printf 'lib\t%s\n' "$f";; esac
 done < /proc/$p/maps 2>/dev/null
 [ -e /proc/$p/root/tmp/perf-$p.map ] && printf 'perfmap\t1\n'
+e=$(readlink /proc/$p/exe 2>/dev/null)
+if [ -z "$e" ]; then
+  # /proc/<pid>/exe needs ptrace rights; argv[0] on PATH names the program without them.
+  a=$(tr '\0' '\n' < /proc/$p/cmdline 2>/dev/null | head -n 1)
+  case "$a" in /*) e=$a;; ?*) e=$(command -v "$a" 2>/dev/null);; esac
+  [ -n "$e" ] && printf 'program\t%s\n' "$e"
+fi
+{ grep -qaF 'Go buildinf:' /proc/$p/exe || grep -qaF 'Go buildinf:' "/proc/$p/root$e" || grep -qaF 'Go buildinf:' "$e"; } 2>/dev/null && printf 'gobuildinfo\t1\n'
 "#;
 
 /// The script with the watched variables filled in.
@@ -79,6 +87,10 @@ pub struct ProcessFacts {
     pub libraries: Vec<String>,
     /// A perf map (/tmp/perf-<pid>.map in the process's root) exists.
     pub perf_map: bool,
+    /// The program's path from argv[0] (on PATH), when /proc/<pid>/exe is unreadable.
+    pub program_path: Option<String>,
+    /// The executable carries Go's build info (`\xff Go buildinf:`): a Go program.
+    pub go_buildinfo: bool,
 }
 
 impl ProcessFacts {
@@ -110,6 +122,8 @@ impl ProcessFacts {
                     }
                 }
                 "perfmap" => facts.perf_map = true,
+                "gobuildinfo" => facts.go_buildinfo = true,
+                "program" if value.starts_with('/') => facts.program_path = Some(value.to_string()),
                 _ => {}
             }
         }
@@ -123,6 +137,13 @@ impl ProcessFacts {
             .run(&["sh", "-c", &process_script(), "sh", &pid])
             .await?;
         Ok(ProcessFacts::parse(&out.stdout))
+    }
+
+    /// The executable's path: /proc/<pid>/exe's, else argv[0]'s on PATH.
+    pub fn executable(&self) -> Option<&str> {
+        Some(self.exe.as_str())
+            .filter(|e| !e.is_empty())
+            .or(self.program_path.as_deref())
     }
 
     /// A watched variable's value, when set.

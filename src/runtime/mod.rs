@@ -3,6 +3,7 @@
 //! stacks). `facts` reads what /proc shows about the process; detection here is pure.
 
 pub mod facts;
+pub mod go;
 pub mod jvm;
 
 pub use facts::ProcessFacts;
@@ -14,6 +15,9 @@ use serde::Serialize;
 #[serde(rename_all = "lowercase")]
 pub enum Runtime {
     Native,
+    /// A Go program: names from its symbol table, or `.gopclntab` when stripped; Go's
+    /// own profiles from net/http/pprof.
+    Go,
     Jvm,
     Node,
     Python,
@@ -23,6 +27,7 @@ impl Runtime {
     pub fn name(self) -> &'static str {
         match self {
             Runtime::Native => "native",
+            Runtime::Go => "go",
             Runtime::Jvm => "jvm",
             Runtime::Node => "node",
             Runtime::Python => "python",
@@ -32,8 +37,27 @@ impl Runtime {
 
 /// The runtime of a process from what /proc shows about it.
 pub fn of_process(process: &ProcInfo, facts: &ProcessFacts) -> Runtime {
-    detect(process.program(), &facts.exe, &facts.libraries)
+    match detect(process.program(), &facts.exe, &facts.libraries) {
+        Runtime::Native if facts.go_buildinfo => Runtime::Go,
+        runtime => runtime,
+    }
 }
+
+/// What a Go target's summary says about names, once: stripped is fine for Go.
+pub fn go_names_note(stripped: bool) -> &'static str {
+    if stripped {
+        "Go binary without a symbol table (stripped): its frames are named from .gopclntab, \
+         the table the Go runtime names its own functions with; nothing to rebuild"
+    } else {
+        "Go binary with its symbol table: perf names its frames"
+    }
+}
+
+/// The flags that make the usual Go services serve net/http/pprof.
+pub const GO_PPROF_FIX: &str = "start the service with its pprof endpoint on: op-node and the op-stack \
+     services `--pprof.enabled` (address `--pprof.addr`, port `--pprof.port`), geth/op-geth `--pprof` \
+     (`--pprof.addr`, `--pprof.port`), your own program `import _ \"net/http/pprof\"` and \
+     `http.ListenAndServe(\"127.0.0.1:6060\", nil)`; or name the endpoint with --pprof-url";
 
 /// The runtime of a process from its program name (argv[0]'s base name), its executable's
 /// path (/proc/<pid>/exe) and the files it maps.
@@ -182,6 +206,36 @@ mod tests {
             &none
         ));
         assert!(!python_perf_trampolines("python3 app.py", &none));
+    }
+
+    #[test]
+    fn a_program_with_go_build_info_is_a_go_runtime() {
+        let process = ProcInfo {
+            pid: 7,
+            ppid: 1,
+            cmdline: "demo-go".into(),
+        };
+        let facts =
+            ProcessFacts::parse("exe\t/usr/local/bin/demo-go\ncomm\tdemo-go\ngobuildinfo\t1\n");
+        assert!(facts.go_buildinfo);
+        assert_eq!(of_process(&process, &facts), Runtime::Go);
+        assert_eq!(Runtime::Go.name(), "go");
+        // Without the build info it is native code.
+        let facts = ProcessFacts::parse("exe\t/usr/local/bin/demo-go\n");
+        assert_eq!(of_process(&process, &facts), Runtime::Native);
+        // A Go program that embeds Python stays Python (the interpreter names its frames).
+        let facts = ProcessFacts::parse(
+            "exe\t/usr/bin/x\nlib\t/usr/lib/libpython3.11.so\ngobuildinfo\t1\n",
+        );
+        assert_eq!(of_process(&process, &facts), Runtime::Python);
+        // /proc/<pid>/exe unreadable: argv[0] on PATH names the program.
+        let facts = ProcessFacts::parse("exe\t\nprogram\t/usr/local/bin/demo-go\ngobuildinfo\t1\n");
+        assert_eq!(facts.executable(), Some("/usr/local/bin/demo-go"));
+        assert_eq!(ProcessFacts::parse("exe\t\n").executable(), None);
+        // Stripped is fine for Go, and the note says so without Rust remedies.
+        assert!(go_names_note(true).contains("stripped"));
+        assert!(!go_names_note(true).contains("frame-pointers"));
+        assert!(GO_PPROF_FIX.contains("--pprof.enabled") && GO_PPROF_FIX.contains("`--pprof`"));
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct CpuSettings {
     pub wall: bool,
     /// Also keep async-profiler's own HTML flamegraph.
     pub asprof_html: bool,
+    /// Go's net/http/pprof endpoint named by the user (`http://host:port`).
+    pub pprof_url: Option<String>,
     pub target: String,
     pub duration: Duration,
     pub frequency: u32,
@@ -53,12 +55,22 @@ impl CpuSettings {
             )));
         }
         let engine: EngineChoice = args.engine.into();
-        if args.wall && matches!(engine, EngineChoice::Perf | EngineChoice::PySpy) {
+        if args.wall
+            && matches!(
+                engine,
+                EngineChoice::Perf | EngineChoice::PySpy | EngineChoice::Pprof
+            )
+        {
             return Err(Error::Usage(
                 "--wall needs async-profiler (--engine asprof or auto on a JVM): perf samples on-CPU time only".into(),
             ));
         }
-        if args.asprof_html && matches!(engine, EngineChoice::Perf | EngineChoice::PySpy) {
+        if args.asprof_html
+            && matches!(
+                engine,
+                EngineChoice::Perf | EngineChoice::PySpy | EngineChoice::Pprof
+            )
+        {
             return Err(Error::Usage(
                 "--asprof-html keeps async-profiler's flamegraph: it needs --engine asprof or auto on a JVM".into(),
             ));
@@ -82,6 +94,7 @@ impl CpuSettings {
             asprof_dir,
             wall: args.wall,
             asprof_html: args.asprof_html,
+            pprof_url: pprof_url_of(args.pprof_url)?,
             target: target_of(args.target)?,
             duration: window_of(&args.duration)?,
             frequency: args.frequency,
@@ -309,6 +322,10 @@ pub enum HeapSource {
 #[derive(Debug, Clone)]
 pub struct HeapSettings {
     pub target: String,
+    /// Go's net/http/pprof endpoint named by the user (`http://host:port`).
+    pub pprof_url: Option<String>,
+    /// The image of the container that fetches a Go profile (curl).
+    pub profiler_image: String,
     pub source: HeapSource,
     pub measure: Measure,
     /// The signal that makes the program write a dump.
@@ -345,6 +362,8 @@ impl HeapSettings {
             .map_err(|e| Error::Usage(format!("--signal / DEVPROF_HEAP_DUMP_SIGNAL: {e}")))?;
         Ok(HeapSettings {
             target: target_of(args.target)?,
+            pprof_url: pprof_url_of(args.pprof_url)?,
+            profiler_image: args.profiler_image,
             source,
             measure: if args.alloc {
                 Measure::Allocated
@@ -357,6 +376,39 @@ impl HeapSettings {
             json: args.json,
         })
     }
+}
+
+/// `--pprof-url`: `http://HOST:PORT`, optionally with `/debug/pprof/...` after it, as the
+/// container reaches its own endpoint. Returns the base (`http://HOST:PORT`).
+pub fn pprof_url_of(raw: Option<String>) -> Result<Option<String>> {
+    let Some(raw) = raw.map(|r| r.trim().to_string()).filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    let bad = |why: &str| {
+        Error::Usage(format!(
+            "--pprof-url {raw}: {why}; expected http://HOST:PORT (e.g. http://127.0.0.1:6060), as the container reaches its own endpoint"
+        ))
+    };
+    let rest = raw
+        .strip_prefix("http://")
+        .ok_or_else(|| bad("only http:// is served by net/http/pprof here"))?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if !path.is_empty() && !path.trim_end_matches('/').starts_with("debug/pprof") {
+        return Err(bad("the path, if any, must be /debug/pprof/"));
+    }
+    let port_ok = authority
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
+    if !port_ok {
+        return Err(bad("HOST:PORT is missing or the port is not a number"));
+    }
+    if authority
+        .chars()
+        .any(|c| !(c.is_ascii_alphanumeric() || ".-:[]_".contains(c)))
+    {
+        return Err(bad("the host has characters a host name cannot have"));
+    }
+    Ok(Some(format!("http://{authority}")))
 }
 
 /// `--files` names: dump file names as jemalloc wrote them, without directories, each once.
@@ -401,6 +453,30 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join(AGENT_LIB), lib).unwrap();
+    }
+
+    #[test]
+    fn pprof_urls_are_reduced_to_their_base_and_bad_ones_named() {
+        let ok = |s: &str| pprof_url_of(Some(s.into())).unwrap().unwrap();
+        assert_eq!(ok("http://127.0.0.1:6060"), "http://127.0.0.1:6060");
+        assert_eq!(
+            ok("http://localhost:6060/debug/pprof/"),
+            "http://localhost:6060"
+        );
+        assert_eq!(ok("http://[::1]:6061/"), "http://[::1]:6061");
+        assert_eq!(pprof_url_of(None).unwrap(), None);
+        for bad in [
+            "https://x:1",
+            "127.0.0.1:6060",
+            "http://host",
+            "http://host:0",
+            "http://host:99999",
+            "http://host:6060/metrics",
+            "http://ho st:1",
+        ] {
+            let e = pprof_url_of(Some(bad.into())).unwrap_err().to_string();
+            assert!(e.contains("--pprof-url"), "{bad}: {e}");
+        }
     }
 
     #[test]

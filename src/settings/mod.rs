@@ -42,6 +42,8 @@ pub enum EngineChoice {
     Perf,
     PySpy,
     Asprof,
+    /// Go's own profile from the service's net/http/pprof endpoint.
+    Pprof,
 }
 
 impl From<EngineArg> for EngineChoice {
@@ -51,6 +53,7 @@ impl From<EngineArg> for EngineChoice {
             EngineArg::Perf => EngineChoice::Perf,
             EngineArg::PySpy => EngineChoice::PySpy,
             EngineArg::Asprof => EngineChoice::Asprof,
+            EngineArg::Pprof => EngineChoice::Pprof,
         }
     }
 }

@@ -31,6 +31,7 @@ pub const ARTIFACT_EXTENSIONS: &[&str] = &[
     "timeline",
     "html",
     "asprof.html",
+    "pb.gz",
 ];
 
 /// A capture's file stem, e.g. `profiling/demo-seq/perf-20261122-101500`. Reserving one

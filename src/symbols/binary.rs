@@ -69,3 +69,65 @@ pub async fn with_copy<T: Send + 'static>(
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
+
+/// How Go's build info (`.go.buildinfo`) starts.
+pub const BUILDINFO_MAGIC: &[u8] = b"\xff Go buildinf:";
+
+/// What devprof reads from a Go program's executable once per capture: the Go version
+/// from its build info, and its names from `.gopclntab` when it has no symbol table.
+pub struct GoBinary {
+    /// The executable's path in the target's file system (as perf prints it).
+    pub path: String,
+    /// `go1.22.3`, from `.go.buildinfo`.
+    pub version: Option<String>,
+    /// Whether the symbol table was stripped (`-ldflags=-s`).
+    pub stripped: bool,
+    /// The pclntab's names, for a stripped binary. Behind a lock: the symbolizer's DWARF
+    /// reader is not shareable between threads.
+    pub symbols: Option<std::sync::Mutex<crate::symbols::module::ModuleSymbols>>,
+}
+
+impl GoBinary {
+    /// Reads a Go executable copied to this host; None when it is not a Go binary.
+    pub fn read(path_in_target: &str, local: &std::path::Path) -> Result<Option<Self>, String> {
+        use crate::symbols::module::{ModuleSymbols, SymbolKind};
+        use object::Object;
+        let data = std::fs::read(local).map_err(|e| format!("read {}: {e}", local.display()))?;
+        let file = object::File::parse(&*data).map_err(|e| format!("not an ELF file: {e}"))?;
+        // Without section headers the build info is found by its magic.
+        let buildinfo = data
+            .windows(BUILDINFO_MAGIC.len())
+            .position(|w| w == BUILDINFO_MAGIC);
+        let is_go = buildinfo.is_some() || file.section_by_name(".gopclntab").is_some();
+        if !is_go {
+            return Ok(None);
+        }
+        let version = crate::symbols::gopclntab::go_version(&file)
+            .or_else(|| crate::symbols::gopclntab::buildinfo_version(&data[buildinfo?..]));
+        drop(file);
+        drop(data);
+        let symbols = ModuleSymbols::from_elf(local)?;
+        let stripped = symbols.kind == SymbolKind::Gopclntab;
+        Ok(Some(GoBinary {
+            path: path_in_target.to_string(),
+            version,
+            stripped,
+            symbols: stripped.then(|| std::sync::Mutex::new(symbols)),
+        }))
+    }
+
+    /// Copies the executable `path` out of `container` and reads it (None: not Go, or
+    /// unreadable; the capture then goes on without).
+    pub async fn from_container(docker: &Docker, container: &str, path: &str) -> Option<Self> {
+        if !path.starts_with('/') {
+            return None;
+        }
+        let owned = path.to_string();
+        with_copy(docker, container, path, move |local| {
+            GoBinary::read(&owned, local)
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+}

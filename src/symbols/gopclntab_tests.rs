@@ -171,3 +171,22 @@ fn older_layouts_with_word_tables() {
     bad[16..24].copy_from_slice(&0x2000u64.to_le_bytes());
     assert!(PcLnTab::parse(&bad).is_err());
 }
+
+#[test]
+fn a_stripped_go_binary_reads_as_go_with_its_version_and_pclntab_names() {
+    let path = format!("{}/tests/data/go/tiny-stripped", env!("CARGO_MANIFEST_DIR"));
+    let go = crate::symbols::binary::GoBinary::read("/app/tiny", std::path::Path::new(&path))
+        .unwrap()
+        .expect("a Go binary");
+    assert_eq!(go.path, "/app/tiny");
+    assert!(go.stripped);
+    assert!(
+        go.version.as_deref().is_some_and(|v| v.starts_with("go1.")),
+        "{:?}",
+        go.version
+    );
+    assert!(go.symbols.is_some());
+    // A binary that is not Go reads as None.
+    let not_go = format!("{}/tests/data/go/tiny-full.nm", env!("CARGO_MANIFEST_DIR"));
+    assert!(crate::symbols::binary::GoBinary::read("/x", std::path::Path::new(&not_go)).is_err());
+}

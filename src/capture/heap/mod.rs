@@ -17,7 +17,7 @@
 mod dumps;
 mod report;
 
-use crate::docker::target::{ContainerInfo, ProcInfo, ProcessSelector};
+use crate::docker::target::{ContainerInfo, ProcInfo};
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{catches, split_prefix, DumpFile, JemallocConf};
@@ -80,8 +80,11 @@ pub(super) struct Obtained {
 pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> Result<HeapOutcome> {
     let mut timings = BTreeMap::new();
     let t = Instant::now();
-    let target =
-        find_heap_target(&settings.target, &settings.process, settings.signal.number).await?;
+    let located = super::locate(&settings.target, &settings.process).await?;
+    if located.runtime == Runtime::Go {
+        return go_heap(located, settings, interrupts).await;
+    }
+    let target = find_heap_target(located, settings.signal.number).await?;
     if settings.measure == Measure::Allocated && !target.conf.accumulates() {
         return Err(Error::Usage(format!(
             "--alloc needs accumulated counts, which jemalloc writes only with prof_accum:true; process {} of '{}' \
@@ -137,13 +140,43 @@ pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> R
     }
 }
 
+/// A Go program's heap: the runtime's own heap profile from its net/http/pprof endpoint
+/// (jemalloc's dumps do not apply: Go has its own allocator).
+async fn go_heap(
+    located: super::Located,
+    settings: &HeapSettings,
+    interrupts: &mut Interrupts,
+) -> Result<HeapOutcome> {
+    if let HeapSource::Existing(_) = settings.source {
+        return Err(Error::Usage(format!(
+            "'{}' runs a Go program, whose heap profile comes from its net/http/pprof endpoint as it is now: \
+             --latest, --all, --last and --files choose among jemalloc dumps and do not apply",
+            located.container.name
+        )));
+    }
+    let allocated = settings.measure == Measure::Allocated;
+    let outcome = super::pprof::run_pprof(
+        located,
+        super::pprof::PprofKind::Heap { allocated },
+        settings.pprof_url.as_deref(),
+        &settings.profiler_image,
+        &settings.target,
+        &settings.output_dir,
+        interrupts,
+    )
+    .await?;
+    Ok(HeapOutcome {
+        manifest: outcome.manifest,
+        manifest_path: outcome.manifest_path,
+        files: outcome.files,
+        warnings: outcome.warnings,
+        report: String::new(),
+    })
+}
+
 /// Connects, resolves the container, finds the process (no perf needed) and reads its
 /// jemalloc settings; fails when profiling is off.
-async fn find_heap_target(
-    target: &str,
-    selector: &ProcessSelector,
-    signal: u32,
-) -> Result<HeapTarget> {
+async fn find_heap_target(located: super::Located, signal: u32) -> Result<HeapTarget> {
     let super::Located {
         container,
         shell,
@@ -151,7 +184,7 @@ async fn find_heap_target(
         process_facts,
         runtime,
         ..
-    } = super::locate(target, selector).await?;
+    } = located;
     let probe = shell.sh(&jemalloc_probe_script(process.pid)).await?;
     let mut facts = JemallocFacts::parse(&probe.stdout);
     if facts.env.is_empty() {

@@ -23,8 +23,7 @@ use crate::profile::folded::fold_perf_script_resolved;
 use crate::profile::perfscript::FrameResolver;
 use crate::profile::timeline::TimelineWriter;
 use crate::store::Stem;
-use crate::symbols::binary;
-use crate::symbols::module::{ModuleSymbols, SymbolKind};
+use crate::symbols::binary::GoBinary;
 use crate::ui::progress;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -138,7 +137,7 @@ impl Engine for PerfEngine {
         script_argv.extend(symfs_args(job.symfs.as_deref()));
         let keep = job.keep_script.then(|| job.stem.path("script"));
         let timeline_path = job.stem.path("timeline");
-        let resolver = go_resolver(job).await;
+        let resolver = go_resolver(job);
         let streamed = job
             .shell
             .stream_to(&script_argv, keep, move |reader| {
@@ -194,42 +193,27 @@ pub fn fold_with_timeline(
 }
 
 /// Names the frames perf left `[unknown]` in a stripped Go executable, from its pclntab.
-pub struct GoResolver {
-    /// The executable's path as perf prints it (in the target's file system).
-    path: String,
-    /// Behind a lock: the symbolizer's DWARF reader is not shareable between threads.
-    symbols: std::sync::Mutex<ModuleSymbols>,
-}
+pub struct GoResolver(pub std::sync::Arc<GoBinary>);
 
 impl FrameResolver for GoResolver {
     fn resolve(&self, module: &str, address: u64) -> Option<Vec<String>> {
-        if module != self.path {
+        if module != self.0.path {
             return None;
         }
         // perf prints an unnamed frame's address as an offset in the mapped file.
-        let symbols = self.symbols.lock().ok()?;
+        let symbols = self.0.symbols.as_ref()?.lock().ok()?;
         let frames = symbols.frames_at(symbols.address_of_offset(address)?);
         (!frames.is_empty()).then_some(frames)
     }
 }
 
 /// A resolver for the recorded process when its executable is a Go binary without a
-/// symbol table (perf names nothing in it); None otherwise or when it cannot be read.
-async fn go_resolver(job: &CollectJob<'_>) -> Option<GoResolver> {
-    let exe = binary::resolve(job.shell, &format!("/proc/{}/exe", job.pid))
-        .await
-        .ok()?;
-    let seen = format!("{}{exe}", job.symfs.as_deref().unwrap_or(""));
-    let docker = job.shell.docker();
-    let symbols = binary::with_copy(docker, job.shell.container(), &seen, |local| {
-        ModuleSymbols::from_elf(local)
-    })
-    .await
-    .ok()?;
-    (symbols.kind == SymbolKind::Gopclntab).then(|| GoResolver {
-        path: exe,
-        symbols: std::sync::Mutex::new(symbols),
-    })
+/// symbol table (perf names nothing in it); None otherwise.
+fn go_resolver(job: &CollectJob<'_>) -> Option<GoResolver> {
+    job.go
+        .clone()
+        .filter(|go| go.symbols.is_some())
+        .map(GoResolver)
 }
 
 /// `--symfs ROOT` when the target's binaries are seen under another root (a sidecar reads

@@ -17,6 +17,13 @@ pub(super) fn runtime_check(
     let cmdline = process.map(|p| p.cmdline.as_str()).unwrap_or("");
     match runtime {
         Runtime::Native => check("runtime", "runtime", Status::Pass, "native code: perf names frames from the binary's symbols", None),
+        Runtime::Go => check(
+            "runtime",
+            "runtime",
+            Status::Pass,
+            "Go: frames are named from the symbol table, or from .gopclntab when the binary is stripped (fine for Go); Go's own profiles through net/http/pprof with --engine pprof",
+            None,
+        ),
         Runtime::Jvm => check(
             "runtime",
             "runtime",
