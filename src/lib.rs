@@ -39,6 +39,17 @@ pub async fn run(cli: cli::Cli) -> Result<(), Error> {
                 .map_err(|e| Error::io("install signal handlers", e))?;
             commands::cpu::run(args, cli.output_dir, &mut interrupts).await
         }
+        cli::Command::Profile(args) => {
+            let mut interrupts = signals::Interrupts::install()
+                .map_err(|e| Error::io("install signal handlers", e))?;
+            commands::profile::run(args, cli.output_dir, &mut interrupts).await
+        }
+        cli::Command::Completions(args) => {
+            use clap::CommandFactory;
+            let mut command = cli::Cli::command();
+            clap_complete::generate(args.shell, &mut command, "devprof", &mut std::io::stdout());
+            Ok(())
+        }
         cli::Command::Fold(args) => commands::fold::run(args),
         cli::Command::Ls(args) => commands::ls::run(args, cli.output_dir),
         cli::Command::Clean(args) if args.containers => {
