@@ -163,7 +163,7 @@ mod tests {
     }
 
     #[test]
-    fn ticks_from_a_real_stat_line_with_spaces_in_the_name() {
+    fn ticks_from_a_stat_line_with_spaces_in_the_name() {
         // Shaped like the kernel's /proc/<pid>/stat, with a space and a ")" in the name.
         let line = "7 (demo node)) S 1 7 7 0 -1 4194560 1234 0 0 0 4521 377 0 0 20 0 9 0 2345 123456789 2048 18446744073709551615 1 1 0 0 0 0 0 4096 17987 0 0 0 17 1 0 0 0 0 0";
         assert_eq!(stat_ticks(line), Some(4521 + 377));
