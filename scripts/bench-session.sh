@@ -9,8 +9,13 @@ WINDOW="${1:-10}"
 shift || true
 if [ "$#" -gt 0 ]; then TARGETS=("$@"); else TARGETS=(demo-seq demo-rpc demo-go); fi
 
-cargo build --release --locked -q -p devprof
-BIN="$(pwd)/target/release/devprof"
+# DEVPROF_BIN: a devprof already built (e.g. target/debug/devprof); else a release build.
+if [ -n "${DEVPROF_BIN:-}" ]; then
+  BIN="$(realpath "$DEVPROF_BIN")"
+else
+  cargo build --release --locked -q -p devprof
+  BIN="$(pwd)/target/release/devprof"
+fi
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 

@@ -16,7 +16,7 @@ use crate::settings::profile::{CaptureSettings, Kind, ProfileSettings, Targets};
 use crate::signals::Interrupts;
 use crate::store::session::{SessionCapture, SessionRecord, SessionRow, SESSIONS_DIR};
 use crate::store::{Manifest, Stem};
-use crate::text::first_line;
+use crate::text::{first_line, truncate};
 use crate::ui::progress;
 use chrono::Local;
 use futures_util::future::join_all;
@@ -137,10 +137,7 @@ pub async fn run_session(
         let window = settings.duration;
         async move {
             let reading = meter(&c.name, ticket, window, &mut ints).await;
-            (
-                c.name.clone(),
-                reading.map_err(|e| first_line(&e.to_string()).to_string()),
-            )
+            (c.name.clone(), reading.map_err(|e| reason(&e)))
         }
     });
     let runs = plans.into_iter().map(|(container, kind, capture)| {
@@ -154,7 +151,7 @@ pub async fn run_session(
             CaptureEnd {
                 container,
                 kind: name,
-                result: result.map_err(|e| first_line(&e.to_string()).to_string()),
+                result: result.map_err(|e| reason(&e)),
             }
         }
     });
@@ -215,6 +212,18 @@ pub async fn run_session(
         record_path: stem.path("json"),
         captures,
     })
+}
+
+/// An error as a row says it: its first two lines (what failed, and why or what next), on
+/// one line.
+fn reason(e: &Error) -> String {
+    e.to_string()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 async fn run_one(capture: CaptureSettings, ints: &mut Interrupts) -> Result<Done> {
@@ -438,7 +447,7 @@ impl Line {
                 format!("done, {} samples", d.manifest.sample_count)
             }
             Ok(_) => "done".to_string(),
-            Err(e) => format!("failed: {}", first_line(&e.to_string())),
+            Err(e) => format!("failed: {}", truncate(first_line(&e.to_string()), 70)),
         };
         self.set(Some(kind), &state);
     }

@@ -158,11 +158,39 @@ pub async fn record(
             .collect::<Vec<_>>()
             .join(" ")
     );
-    // In a session, every capture's recorder starts when all of them are ready.
+    // The exec is created now and started when the window opens: in a session, when
+    // every capture is ready, so only the start call stands between the recorders.
+    let docker = shell.docker().clone();
+    let container = shell.container().to_string();
+    let user = user.unwrap_or(ROOT).to_string();
+    let (tx, mut chunks) = mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
+    let (go, ready) = tokio::sync::oneshot::channel::<()>();
+    let mut task = tokio::spawn(async move {
+        let go = async {
+            if ready.await.is_err() {
+                // Never told to start: the task is being aborted.
+                std::future::pending::<()>().await;
+            }
+        };
+        docker
+            .exec_streaming_when(
+                &container,
+                Some(&user),
+                &["sh", "-c", &record_script],
+                tx,
+                go,
+            )
+            .await
+    });
     tokio::select! {
         _ = gate::wait_for_start() => {}
-        _ = interrupts.next() => return Err(Error::Interrupted),
+        _ = interrupts.next() => {
+            task.abort();
+            return Err(Error::Interrupted);
+        }
     }
+    let _ = go.send(());
+    let started = Instant::now();
     let bar = progress::capture_bar(duration, label);
     // Without a terminal there is no bar: one line in the log says when the window opens.
     if bar.is_hidden() {
@@ -174,16 +202,6 @@ pub async fn record(
     for note in notes {
         progress::note(Some(&bar), &format!("note: {note}"));
     }
-    let started = Instant::now();
-    let docker = shell.docker().clone();
-    let container = shell.container().to_string();
-    let user = user.unwrap_or(ROOT).to_string();
-    let (tx, mut chunks) = mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
-    let mut task = tokio::spawn(async move {
-        docker
-            .exec_streaming_as(&container, Some(&user), &["sh", "-c", &record_script], tx)
-            .await
-    });
     let mut stdout: Vec<u8> = Vec::new();
     let mut started_at: Option<DateTime<Local>> = None;
     let (grace, last_grace) = grace(duration);
