@@ -23,10 +23,12 @@ now() { date +%s.%N; }
 elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$2"; }
 
 t0=$(now)
-"$BIN" --output-dir "$WORK/session" profile "${TARGETS[@]}" "$WINDOW" --kinds cpu > "$WORK/session.txt" 2> "$WORK/session.err"
+"$BIN" --output-dir "$WORK/session" profile "${TARGETS[@]}" "$WINDOW" --kinds cpu > "$WORK/session.txt" 2> "$WORK/session.err" \
+  || { echo "the session failed (exit $?):"; tail -5 "$WORK/session.err"; cat "$WORK/session.txt"; }
 t1=$(now)
 for t in "${TARGETS[@]}"; do
-  "$BIN" --output-dir "$WORK/single" cpu "$t" "$WINDOW" > /dev/null 2>> "$WORK/single.err"
+  "$BIN" --output-dir "$WORK/single" cpu "$t" "$WINDOW" > /dev/null 2>> "$WORK/single.err" \
+    || { echo "devprof cpu $t failed:"; tail -3 "$WORK/single.err"; }
 done
 t2=$(now)
 
