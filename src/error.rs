@@ -16,6 +16,8 @@ pub mod exit {
     pub const BUILD: i32 = 7;
     /// `devprof doctor`: a check that blocks profiling failed.
     pub const DOCTOR: i32 = 8;
+    /// `devprof profile`: some captures of the session failed; the others were written.
+    pub const PARTIAL: i32 = 9;
     pub const INTERRUPTED: i32 = 130;
 }
 
@@ -30,6 +32,12 @@ pub enum Error {
 
     #[error("Docker API call failed ({action}): {reason}")]
     Docker { action: String, reason: String },
+
+    #[error("{failed} of {total} captures of the session failed (their rows say why); the others were written")]
+    SessionIncomplete { failed: usize, total: usize },
+
+    #[error("no running container {what}\n  {}", running_hint(.running))]
+    NoSessionTargets { what: String, running: Vec<String> },
 
     #[error("no container matches '{target}'\n  {}", running_hint(.running))]
     TargetNotFound {
@@ -302,6 +310,8 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::DaemonUnreachable { .. } => exit::DAEMON,
+            Error::SessionIncomplete { .. } => exit::PARTIAL,
+            Error::NoSessionTargets { .. } => exit::TARGET,
             Error::TargetNotFound { .. }
             | Error::TargetNotRunning { .. }
             | Error::TargetStopped { .. }

@@ -27,6 +27,15 @@ impl Interrupts {
         Ok(Interrupts { rx, seen: 0 })
     }
 
+    /// Another view of the same signals, for a capture running beside others: each gets
+    /// every Ctrl-C from now on.
+    pub fn subscribe(&self) -> Self {
+        Interrupts {
+            rx: self.rx.clone(),
+            seen: self.seen,
+        }
+    }
+
     /// Whether an interrupt arrived that was not yet handed out by `next`.
     pub fn pending(&self) -> bool {
         *self.rx.borrow() > self.seen

@@ -309,6 +309,7 @@ async fn record_and_analyse<E: Engine>(
             interrupted: recording.interrupted,
         },
     );
+    recording.stamp(&mut manifest);
     manifest.events = vec![event.clone()];
     manifest.frequency_hz = settings.frequency;
     manifest.call_graph = settings.call_graph.perf_arg().into();

@@ -5,10 +5,12 @@
 //! in `store`, the engines in `engines`.
 
 pub mod cpu;
+pub mod gate;
 pub mod heap;
 pub mod jit;
 pub mod liveness;
 pub mod manifest;
+pub mod multi;
 pub mod offcpu;
 pub mod pprof;
 pub mod session;

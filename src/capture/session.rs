@@ -3,8 +3,10 @@
 //! in a pidfile, Ctrl-C (the first stops the recorder early, which still writes its output;
 //! a second aborts), and clean-up that leaves no recorder and no file behind.
 
+use super::gate;
 use super::liveness::{Stop, Watch};
 use crate::docker::exec::ROOT;
+use crate::docker::pipe::CHANNEL_CHUNKS;
 use crate::docker::{ContainerShell, ExecOutput, Shell};
 use crate::engines::perf::first_error_line;
 use crate::error::{Error, Result};
@@ -13,7 +15,10 @@ use crate::store::Stem;
 use crate::text::quote;
 use crate::ui::progress;
 use crate::units::human_duration;
+use bytes::Bytes;
+use chrono::{DateTime, Local, SecondsFormat};
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 
 /// A private directory in the container's /tmp for the recorder's output and its pid.
 pub async fn make_workdir(shell: &Shell) -> Result<String> {
@@ -75,6 +80,28 @@ pub struct Recording {
     /// When the process exited during the window (its container still running), the
     /// time from the start of the window.
     pub process_exited: Option<Duration>,
+    /// When the recorder was seen running (its first output line reached devprof) and when
+    /// it ended, by this host's clock.
+    pub started_at: DateTime<Local>,
+    pub stopped_at: DateTime<Local>,
+}
+
+impl Recording {
+    /// Writes the window's real start and stop instants into `manifest`.
+    pub fn stamp(&self, manifest: &mut crate::store::Manifest) {
+        manifest.window_started_at = Some(instant_text(&self.started_at));
+        manifest.window_stopped_at = Some(instant_text(&self.stopped_at));
+        manifest.session = gate::session_name();
+    }
+}
+
+/// The line the record script prints right before it becomes the recorder: its arrival
+/// is the start of the window as seen from here.
+const START_MARKER: &str = "devprof-recorder-started";
+
+/// An instant in manifests: RFC 3339 with milliseconds.
+pub fn instant_text(at: &DateTime<Local>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, false)
 }
 
 /// How long the recorder may run past the window (start-up, writing its output) before it
@@ -123,7 +150,7 @@ pub async fn record(
         watch,
     } = *window;
     let record_script = format!(
-        "echo $$ > {pidfile}; exec {cmd}",
+        "echo $$ > {pidfile}; echo {START_MARKER}; exec {cmd}",
         pidfile = quote(&format!("{workdir}/perf.pid")),
         cmd = record_argv
             .iter()
@@ -131,23 +158,52 @@ pub async fn record(
             .collect::<Vec<_>>()
             .join(" ")
     );
+    // The exec is created now and started when the window opens: in a session, when
+    // every capture is ready, so only the start call stands between the recorders.
+    let docker = shell.docker().clone();
+    let container = shell.container().to_string();
+    let user = user.unwrap_or(ROOT).to_string();
+    let (tx, mut chunks) = mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
+    let (go, ready) = tokio::sync::oneshot::channel::<()>();
+    let mut task = tokio::spawn(async move {
+        let go = async {
+            if ready.await.is_err() {
+                // Never told to start: the task is being aborted.
+                std::future::pending::<()>().await;
+            }
+        };
+        docker
+            .exec_streaming_when(
+                &container,
+                Some(&user),
+                &["sh", "-c", &record_script],
+                tx,
+                go,
+            )
+            .await
+    });
+    tokio::select! {
+        _ = gate::wait_for_start() => {}
+        _ = interrupts.next() => {
+            task.abort();
+            return Err(Error::Interrupted);
+        }
+    }
+    let _ = go.send(());
+    let started = Instant::now();
     let bar = progress::capture_bar(duration, label);
     // Without a terminal there is no bar: one line in the log says when the window opens.
     if bar.is_hidden() {
-        eprintln!("{label}: {} window started", human_duration(duration));
+        progress::note(
+            None,
+            &format!("{label}: {} window started", human_duration(duration)),
+        );
     }
     for note in notes {
         progress::note(Some(&bar), &format!("note: {note}"));
     }
-    let started = Instant::now();
-    let docker = shell.docker().clone();
-    let container = shell.container().to_string();
-    let user = user.unwrap_or(ROOT).to_string();
-    let mut task = tokio::spawn(async move {
-        docker
-            .exec_as(&container, Some(&user), &["sh", "-c", &record_script])
-            .await
-    });
+    let mut stdout: Vec<u8> = Vec::new();
+    let mut started_at: Option<DateTime<Local>> = None;
     let (grace, last_grace) = grace(duration);
     let soft_deadline = tokio::time::sleep(duration + grace);
     tokio::pin!(soft_deadline);
@@ -157,10 +213,14 @@ pub async fn record(
     let mut watching = true;
     let mut stop_requested: Option<Instant> = None;
     let mut process_exited: Option<Duration> = None;
-    let output = loop {
+    let mut output = loop {
         tokio::select! {
             joined = &mut task => {
                 break joined.map_err(|e| Error::io("recorder task", std::io::Error::other(e)))??;
+            }
+            Some(chunk) = chunks.recv() => {
+                started_at.get_or_insert_with(Local::now);
+                stdout.extend_from_slice(&chunk);
             }
             _ = interrupts.next() => {
                 if stop_requested.is_some() {
@@ -215,6 +275,17 @@ pub async fn record(
             }
         }
     };
+    let stopped_at = Local::now();
+    while let Some(chunk) = chunks.recv().await {
+        stdout.extend_from_slice(&chunk);
+    }
+    let text = String::from_utf8_lossy(&stdout);
+    output.stdout = text
+        .strip_prefix(START_MARKER)
+        .map(|rest| rest.strip_prefix('\n').unwrap_or(rest))
+        .unwrap_or(&text)
+        .to_string();
+    let started_at = started_at.unwrap_or(stopped_at);
     if !output.success() {
         // perf killed with its container ends the exec before the engine says why.
         if let Some(Stop::Container { exit_code, at }) = watch.settle(started).await {
@@ -244,6 +315,8 @@ pub async fn record(
         elapsed,
         interrupted: stop_requested.is_some(),
         process_exited,
+        started_at,
+        stopped_at,
     })
 }
 

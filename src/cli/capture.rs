@@ -293,3 +293,33 @@ pub struct StatArgs {
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
+
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// Containers (names, id prefixes, compose services), then optionally the window
+    /// length (60, 45s, 2m, 1m30s). No container, no --project, no --all: every running
+    /// container of the compose project in the current directory.
+    #[arg(value_name = "TARGETS... [DURATION]")]
+    pub items: Vec<String>,
+
+    /// What to record on each container, together: cpu, heap, offcpu or offcpu:CONFIG
+    /// (offcpu alone uses the contextswitches config, which gives off-CPU time).
+    #[arg(long, short = 'k', value_delimiter = ',', default_value = "cpu")]
+    pub kinds: Vec<String>,
+
+    /// Every running container of this compose project (label com.docker.compose.project).
+    #[arg(long, conflicts_with = "all")]
+    pub project: Option<String>,
+
+    /// Every running container of the engine (devprof's own sidecars excepted).
+    #[arg(long)]
+    pub all: bool,
+
+    /// CPU sampling frequency in Hz.
+    #[arg(long, short = 'F', env = "DEVPROF_FREQUENCY", default_value_t = 999)]
+    pub frequency: u32,
+
+    /// Print the closing table as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}

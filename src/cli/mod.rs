@@ -54,6 +54,22 @@ pub enum Command {
     )]
     Cpu(CpuArgs),
 
+    /// Several containers and kinds in one aligned window: every (container, kind) capture
+    /// is prepared first, then all recorders start together; a table per container says
+    /// what bounds it (CPU, memory, I/O).
+    #[command(after_help = "Examples:\n  devprof profile demo-seq demo-rpc 30s\n  \
+                            devprof profile --project devprof-demo 10 --kinds cpu,heap,offcpu\n  \
+                            devprof profile demo-seq 20 --kinds cpu,offcpu:iobandwidth --json\n  \
+                            devprof profile --all 1m\n\n\
+                            Each capture is written to profiling/<container>/ as the single-target commands write it; \
+                            the session's manifest, listing them all, to profiling/sessions/. A container that fails \
+                            does not stop the others: its row says why and the exit code is 9. Ctrl-C ends the window \
+                            of every recorder and keeps what they recorded.")]
+    Profile(ProfileArgs),
+
+    /// Shell completion script on stdout: `devprof completions bash > /etc/bash_completion.d/devprof`.
+    Completions(CompletionsArgs),
+
     /// Count hardware and software events with perf stat: the target process over a
     /// window, or a command run N times in the target container, with IPC, cache-miss
     /// and branch-miss rates in words and run-time statistics.

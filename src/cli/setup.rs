@@ -185,3 +185,10 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to write completions for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}

@@ -35,6 +35,10 @@ pub struct LsArgs {
     /// Only this container's captures (its directory name in the store).
     pub target: Option<String>,
 
+    /// List the multi-container sessions (`devprof profile`) instead of the captures.
+    #[arg(long, conflicts_with = "target")]
+    pub sessions: bool,
+
     /// Print the captures as JSON on stdout.
     #[arg(long)]
     pub json: bool,

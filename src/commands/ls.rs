@@ -4,6 +4,7 @@ use crate::cli::LsArgs;
 use crate::error::Result;
 use crate::settings::store::LsSettings;
 use crate::store::catalog::{self, Capture};
+use crate::store::session;
 use crate::ui::table::{self, Align};
 use crate::units::{human_bytes, thousands};
 use chrono::Local;
@@ -11,6 +12,9 @@ use std::path::PathBuf;
 
 pub fn run(args: LsArgs, output_dir: PathBuf) -> Result<()> {
     let settings = LsSettings::from_args(args, output_dir)?;
+    if settings.sessions {
+        return list_sessions(&settings);
+    }
     let captures = catalog::list(&settings.output_dir, settings.container.as_deref())?;
     if settings.json {
         let rows: Vec<serde_json::Value> = captures.iter().map(json_row).collect();
@@ -25,6 +29,75 @@ pub fn run(args: LsArgs, output_dir: PathBuf) -> Result<()> {
         return Ok(());
     }
     print!("{}", human_table(&captures));
+    Ok(())
+}
+
+/// `ls --sessions`: one line per `devprof profile` run, from the session manifests.
+fn list_sessions(settings: &LsSettings) -> Result<()> {
+    let sessions = session::list(&settings.output_dir)?;
+    if settings.json {
+        let rows: Vec<serde_json::Value> = sessions
+            .iter()
+            .map(|(path, record)| serde_json::json!({"manifest": path, "session": record}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    if sessions.is_empty() {
+        println!("no sessions in {}", settings.output_dir.display());
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = sessions
+        .iter()
+        .map(|(path, r)| {
+            let failed = r.captures.iter().filter(|c| c.error.is_some()).count();
+            let mut containers: Vec<&str> =
+                r.rows.iter().map(|row| row.container.as_str()).collect();
+            containers.dedup();
+            vec![
+                r.started_at.clone(),
+                r.targets.clone(),
+                r.kinds.join(","),
+                format!("{:.0} s", r.duration_requested_s),
+                format!("{}", r.captures.len() - failed),
+                failed.to_string(),
+                containers.join(" "),
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table::render(
+            &[
+                "STARTED",
+                "TARGETS",
+                "KINDS",
+                "WINDOW",
+                "WRITTEN",
+                "FAILED",
+                "CONTAINERS",
+                "SESSION"
+            ],
+            &[
+                Align::Left,
+                Align::Left,
+                Align::Left,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Left,
+                Align::Left
+            ],
+            &rows,
+            0
+        )
+    );
     Ok(())
 }
 

@@ -9,6 +9,7 @@ pub mod fold;
 pub mod heap;
 pub mod ls;
 pub mod offcpu;
+pub mod profile;
 pub mod render;
 pub mod stat;
 pub mod summarize;

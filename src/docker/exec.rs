@@ -42,6 +42,7 @@ impl Docker {
         container: &str,
         user: Option<&str>,
         argv: &[&str],
+        go: impl std::future::Future<Output = ()>,
     ) -> Result<(String, StartExecResults)> {
         let exec = self
             .client
@@ -57,6 +58,8 @@ impl Docker {
             )
             .await
             .map_err(|e| api_error(&format!("exec in {container}"), e))?;
+        // Created, not yet started: a window that must open with others waits here.
+        go.await;
         let started = self
             .client
             .start_exec(
@@ -108,7 +111,20 @@ impl Docker {
         argv: &[&str],
         sink: mpsc::Sender<Bytes>,
     ) -> Result<ExecOutput> {
-        let (exec_id, started) = self.start_exec(container, user, argv).await?;
+        self.exec_streaming_when(container, user, argv, sink, std::future::ready(()))
+            .await
+    }
+
+    /// `exec_streaming_as`, the exec created at once and started when `go` completes.
+    pub async fn exec_streaming_when(
+        &self,
+        container: &str,
+        user: Option<&str>,
+        argv: &[&str],
+        sink: mpsc::Sender<Bytes>,
+        go: impl std::future::Future<Output = ()>,
+    ) -> Result<ExecOutput> {
+        let (exec_id, started) = self.start_exec(container, user, argv, go).await?;
         let mut stderr = Vec::new();
         if let StartExecResults::Attached { mut output, .. } = started {
             let mut sink = Some(sink);

@@ -8,6 +8,7 @@
 
 pub mod archive;
 pub mod containers;
+pub mod endpoint;
 pub mod exec;
 pub mod image;
 pub mod pipe;
@@ -26,7 +27,6 @@ use bollard::query_parameters::ListContainersOptionsBuilder;
 use std::time::Duration;
 use target::ContainerInfo;
 
-const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
 /// How long connecting may take before the daemon counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Captures and downloads may run long; bollard's own default (2 min) is too short.
@@ -50,11 +50,33 @@ impl Docker {
     /// Connects to DOCKER_HOST (or the default socket), checks the daemon answers and
     /// settles on an API version both sides speak.
     pub async fn connect() -> Result<Self> {
-        let address = std::env::var("DOCKER_HOST").unwrap_or_else(|_| DEFAULT_HOST.to_string());
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let endpoint =
+            endpoint::resolve(&|k| std::env::var(k).ok(), home.as_deref()).map_err(|reason| {
+                Error::DaemonUnreachable {
+                    address: "(docker context)".into(),
+                    reason,
+                }
+            })?;
+        let address = endpoint.host.clone();
         let unreachable = |reason: String| Error::DaemonUnreachable {
-            address: address.clone(),
+            address: format!("{} (from {})", endpoint.host, endpoint.source),
             reason,
         };
+        if endpoint.tls {
+            // bollard's TLS needs its `ssl` feature (rustls), which this build leaves out;
+            // connecting in plain HTTP to a TLS port would fail obscurely, or worse succeed.
+            return Err(unreachable(
+                "this engine is reached over TLS (DOCKER_TLS_VERIFY, https:// or a context with TLS material),                  which this build of devprof does not speak; reach it through an SSH tunnel                  (`ssh -L 2375:/var/run/docker.sock HOST`, then DOCKER_HOST=tcp://127.0.0.1:2375) or a unix socket"
+                    .into(),
+            ));
+        }
+        if address.starts_with("ssh://") {
+            return Err(unreachable(
+                "ssh:// engines need bollard's ssh feature, which this build leaves out; forward the socket instead:                  `ssh -L 2375:/var/run/docker.sock HOST`, then DOCKER_HOST=tcp://127.0.0.1:2375"
+                    .into(),
+            ));
+        }
         let client = bollard::Docker::connect_with_host(&address)
             .map_err(|e| unreachable(e.to_string()))?
             .with_timeout(REQUEST_TIMEOUT);

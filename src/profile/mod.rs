@@ -19,6 +19,7 @@ pub mod stacks;
 pub mod stat;
 pub mod timeline;
 pub mod top;
+pub mod verdict;
 
 /// The function frames of a folded stack (root first), without the process/thread root.
 pub fn function_frames(stack: &str) -> impl DoubleEndedIterator<Item = &str> {

@@ -4,6 +4,7 @@
 //! `setup` (build, compose, doctor); the rules they share are here.
 
 pub mod capture;
+pub mod profile;
 pub mod setup;
 pub mod store;
 

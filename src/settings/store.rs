@@ -103,6 +103,8 @@ fn short_name(profile: &ProfileRef) -> String {
 pub struct LsSettings {
     pub output_dir: PathBuf,
     pub container: Option<String>,
+    /// List sessions instead of captures.
+    pub sessions: bool,
     pub json: bool,
 }
 
@@ -111,6 +113,7 @@ impl LsSettings {
         Ok(LsSettings {
             output_dir,
             container: container(args.target)?,
+            sessions: args.sessions,
             json: args.json,
         })
     }

@@ -83,6 +83,14 @@ pub struct Manifest {
     pub call_graph: String,
     pub duration_requested_s: f64,
     pub duration_recorded_s: f64,
+    /// When the recorder started and stopped (RFC 3339, ms), as seen by devprof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_stopped_at: Option<String>,
+    /// The multi-target session the capture belongs to (its manifest's file name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     pub interrupted: bool,
     pub sample_count: u64,
     #[serde(skip_serializing_if = "Option::is_none")]

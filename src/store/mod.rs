@@ -6,6 +6,7 @@
 pub mod catalog;
 pub mod loader;
 pub mod manifest;
+pub mod session;
 
 pub use manifest::{
     file_size, ContainerRecord, FileRecord, GraphRecord, Manifest, PerfRecord, ProcessRecord,

@@ -1,10 +1,35 @@
 //! Progress display on stderr; indicatif hides it when stderr is not a terminal.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// A multi-target session's display: one line per container, which the session draws
+/// itself; the recipes' own bars stay hidden while it is set.
+static SESSION: OnceLock<MultiProgress> = OnceLock::new();
+
+/// Switches to the session display (once per process).
+pub fn start_session() -> &'static MultiProgress {
+    SESSION.get_or_init(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
+}
+
+/// One container's line in the session display (hidden off a terminal).
+pub fn session_line(label: &str) -> ProgressBar {
+    let bar = start_session().add(ProgressBar::new_spinner());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {prefix:<24} {elapsed:>4} {msg}")
+            .expect("valid template"),
+    );
+    bar.set_prefix(label.to_string());
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
 
 /// A bar over the capture window, in tenths of a second.
 pub fn capture_bar(window: Duration, label: &str) -> ProgressBar {
+    if SESSION.get().is_some() {
+        return ProgressBar::hidden();
+    }
     let bar = ProgressBar::with_draw_target(
         Some((window.as_millis() / 100) as u64),
         ProgressDrawTarget::stderr(),
@@ -20,6 +45,9 @@ pub fn capture_bar(window: Duration, label: &str) -> ProgressBar {
 
 /// A spinner for work of unknown length (download, folding).
 pub fn spinner(message: &str) -> ProgressBar {
+    if SESSION.get().is_some() {
+        return ProgressBar::hidden();
+    }
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("valid template"),
@@ -33,6 +61,11 @@ pub fn spinner(message: &str) -> ProgressBar {
 pub fn note(bar: Option<&ProgressBar>, text: &str) {
     match bar {
         Some(b) if !b.is_hidden() => b.println(text),
-        _ => eprintln!("{text}"),
+        _ => match SESSION.get() {
+            Some(multi) if !multi.is_hidden() => {
+                let _ = multi.println(text);
+            }
+            _ => eprintln!("{text}"),
+        },
     }
 }

@@ -129,6 +129,7 @@ pub(super) async fn existing_dumps(target: &HeapTarget, selection: &Selection) -
         how,
         window: None,
         interrupted: false,
+        instants: None,
     })
 }
 
@@ -162,7 +163,22 @@ pub(super) async fn fresh_dumps(
     let before = list_dumps(target).await?;
     let mut last_seq = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
     let label = format!("heap dumps of {} (pid {pid})", target.container.name);
+    // In a session, the start dump is asked for when every capture is ready.
+    tokio::select! {
+        _ = crate::capture::gate::wait_for_start() => {}
+        _ = interrupts.next() => return Err(Error::Interrupted),
+    }
+    let started_at = chrono::Local::now();
     let bar = progress::capture_bar(window, &label);
+    if bar.is_hidden() {
+        progress::note(
+            None,
+            &format!(
+                "{label}: {} window started",
+                crate::units::human_duration(window)
+            ),
+        );
+    }
     if target.catches_signal {
         bar.set_message(format!("SIG{signal_name}: dump at the start"));
         let first = request_dump(target, signal, last_seq).await;
@@ -219,6 +235,7 @@ pub(super) async fn fresh_dumps(
         }
     }
     bar.finish_and_clear();
+    let stopped_at = chrono::Local::now();
     let before_max = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
     let after = list_dumps(target).await?;
     let fresh: Vec<DumpFile> = after
@@ -252,6 +269,7 @@ pub(super) async fn fresh_dumps(
         how,
         window: Some(recorded),
         interrupted,
+        instants: Some((started_at, stopped_at)),
     })
 }
 

@@ -75,6 +75,8 @@ pub(super) struct Obtained {
     pub(super) how: String,
     pub(super) window: Option<Duration>,
     pub(super) interrupted: bool,
+    /// A fresh window's start (the start dump asked for) and end, by this host's clock.
+    pub(super) instants: Option<(chrono::DateTime<Local>, chrono::DateTime<Local>)>,
 }
 
 pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> Result<HeapOutcome> {

@@ -5,6 +5,7 @@
 use super::dumps::{dump_names, fetch_dump};
 use super::{HeapTarget, Obtained, HEAP_EXTENSIONS, REPORT_ROWS, SYMBOL_CACHE};
 use crate::capture::manifest::identity;
+use crate::capture::session::instant_text;
 use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
 use crate::profile::heap::parse::{parse_dump, HeapDump, Measure};
@@ -24,6 +25,26 @@ use chrono::Local;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// How much the heap grew over the window: the end dump's total less the start dump's
+/// (both from their `t*:` headers, unbiased), when the window had a dump at each end.
+fn window_growth(
+    obtained: &Obtained,
+    dir: &Path,
+    local_names: &HashMap<String, String>,
+    measure: Measure,
+    end: Option<&HeapDump>,
+) -> Option<i64> {
+    let end = end?;
+    obtained.window?;
+    let first = obtained.collected.first()?;
+    if obtained.merged.iter().any(|d| d.name == first.name) {
+        return None;
+    }
+    let text = std::fs::read_to_string(dir.join(local_names.get(&first.name)?)).ok()?;
+    let start = parse_dump(&text).ok()?;
+    Some((end.header_total(measure).1 - start.header_total(measure).1).round() as i64)
+}
 
 /// Downloads, parses, symbolizes and writes everything. `downloaded` collects the dump
 /// files written, so a failure can remove them.
@@ -164,6 +185,20 @@ pub(super) async fn analyse(
         timings.clone(),
         period,
     );
+    if let Some(heap) = manifest.heap.as_mut() {
+        heap.window_growth_bytes = window_growth(
+            obtained,
+            &dir,
+            &local_names,
+            settings.measure,
+            parsed.last(),
+        );
+    }
+    if let Some((start, stop)) = obtained.instants {
+        manifest.window_started_at = Some(instant_text(&start));
+        manifest.window_stopped_at = Some(instant_text(&stop));
+        manifest.session = crate::capture::gate::session_name();
+    }
     let mut files: Vec<(PathBuf, u64)> = obtained
         .collected
         .iter()
@@ -369,6 +404,7 @@ pub(super) fn heap_manifest(
             .iter()
             .map(|s| (s.function.clone(), s.inclusive_bytes))
             .collect(),
+        window_growth_bytes: None,
     };
     Manifest {
         events: vec![format!(

@@ -438,7 +438,7 @@ fn offcpu_manifest(
     settings: &OffcpuSettings,
     recording: &super::session::Recording,
 ) -> Manifest {
-    manifest_for(
+    let mut manifest = manifest_for(
         target,
         ManifestBase {
             kind: "offcpu",
@@ -449,5 +449,7 @@ fn offcpu_manifest(
             requested: settings.duration,
             interrupted: recording.interrupted,
         },
-    )
+    );
+    recording.stamp(&mut manifest);
+    manifest
 }

@@ -40,6 +40,9 @@ pub struct HeapRecord {
     pub modules: Vec<ModuleRecord>,
     pub top_self: Vec<(String, u64)>,
     pub top_inclusive: Vec<(String, u64)>,
+    /// Growth over a fresh window: the end dump's total less the start dump's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_growth_bytes: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

@@ -1,0 +1,511 @@
+//! Several containers and kinds in one window. Every (container, kind) capture runs the
+//! same recipe as its single-target command, in its own task; each prepares (container,
+//! process, engine, sidecar, work directory) and then waits at the session's start gate,
+//! which opens when all are ready, so the recorders start together. Beside them, one meter
+//! per container reads the process's CPU time from /proc at the gate and at the end of the
+//! window. A capture that fails is one row's error, never the session's end.
+
+use super::gate::{self, StartGate, Ticket};
+use super::{cpu, heap, locate, offcpu};
+use crate::docker::containers::SIDECAR_LABEL;
+use crate::docker::target::{resolve_container, ContainerInfo, ProcessSelector};
+use crate::docker::{ContainerShell, Docker};
+use crate::error::{Error, Result};
+use crate::profile::verdict::{judge, stat_ticks, thresholds_text, Measured};
+use crate::settings::profile::{CaptureSettings, Kind, ProfileSettings, Targets};
+use crate::signals::Interrupts;
+use crate::store::session::{SessionCapture, SessionRecord, SessionRow, SESSIONS_DIR};
+use crate::store::{Manifest, Stem};
+use crate::text::{first_line, truncate};
+use crate::ui::progress;
+use chrono::Local;
+use futures_util::future::join_all;
+use indicatif::ProgressBar;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// USER_HZ: clock ticks per second in /proc/<pid>/stat on every Linux Docker runs on.
+const TICKS_PER_S: f64 = 100.0;
+
+/// A finished capture of the session.
+pub struct Done {
+    pub manifest: Manifest,
+    pub manifest_path: PathBuf,
+    pub files: Vec<(PathBuf, u64)>,
+    pub warnings: Vec<String>,
+}
+
+/// One (container, kind) capture's end.
+pub struct CaptureEnd {
+    pub container: String,
+    pub kind: &'static str,
+    pub result: std::result::Result<Done, String>,
+}
+
+/// What the session produced.
+pub struct SessionOutcome {
+    pub record: SessionRecord,
+    pub record_path: PathBuf,
+    pub captures: Vec<CaptureEnd>,
+}
+
+impl SessionOutcome {
+    pub fn failed(&self) -> usize {
+        self.captures.iter().filter(|c| c.result.is_err()).count()
+    }
+}
+
+/// The containers `targets` means, running ones only (devprof's sidecars never).
+pub fn select(targets: &Targets, containers: &[ContainerInfo]) -> Result<Vec<ContainerInfo>> {
+    let running: Vec<&ContainerInfo> = containers
+        .iter()
+        .filter(|c| c.is_running() && !c.labels.contains_key(SIDECAR_LABEL))
+        .collect();
+    let names = || {
+        let mut n: Vec<String> = running.iter().map(|c| c.name.clone()).collect();
+        n.sort();
+        n
+    };
+    let mut chosen: Vec<ContainerInfo> = match targets {
+        Targets::Named(list) => {
+            let mut out: Vec<ContainerInfo> = Vec::new();
+            for name in list {
+                let c = resolve_container(name, containers)?;
+                if !out.iter().any(|o| o.id == c.id) {
+                    out.push(c);
+                }
+            }
+            return Ok(out);
+        }
+        Targets::Project(project) => running
+            .iter()
+            .filter(|c| c.project.as_deref() == Some(project.as_str()))
+            .map(|c| (*c).clone())
+            .collect(),
+        Targets::All => running.iter().map(|c| (*c).clone()).collect(),
+    };
+    if chosen.is_empty() {
+        return Err(Error::NoSessionTargets {
+            what: match targets {
+                Targets::Project(p) => format!("in compose project '{p}'"),
+                _ => "to profile".into(),
+            },
+            running: names(),
+        });
+    }
+    chosen.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(chosen)
+}
+
+/// Runs the session: every capture of every container over one aligned window.
+pub async fn run_session(
+    settings: &ProfileSettings,
+    interrupts: &mut Interrupts,
+) -> Result<SessionOutcome> {
+    let docker = Docker::connect().await?;
+    let containers = select(&settings.targets, &docker.containers().await?)?;
+    let mut plans: Vec<(String, Kind, CaptureSettings)> = Vec::new();
+    for c in &containers {
+        for kind in &settings.kinds {
+            plans.push((
+                c.name.clone(),
+                kind.clone(),
+                settings.capture(&c.name, kind)?,
+            ));
+        }
+    }
+    let stem = Stem::reserve(
+        &settings.output_dir.join(SESSIONS_DIR),
+        "session",
+        Local::now(),
+    )?;
+    gate::set_session_name(&stem.file_name("json"));
+    progress::start_session();
+    let gate = StartGate::new(plans.len() + containers.len());
+    let lines: BTreeMap<String, Line> = containers
+        .iter()
+        .map(|c| (c.name.clone(), Line::new(&c.name, &settings.kinds)))
+        .collect();
+
+    // One task runs every capture and meter (the recipes need not be Send); they wait on
+    // Docker almost all the time, so they proceed side by side.
+    let meters = containers.iter().map(|c| {
+        let ticket = gate.ticket();
+        let mut ints = interrupts.subscribe();
+        let window = settings.duration;
+        async move {
+            let reading = meter(&c.name, ticket, window, &mut ints).await;
+            (c.name.clone(), reading.map_err(|e| reason(&e)))
+        }
+    });
+    let runs = plans.into_iter().map(|(container, kind, capture)| {
+        let ticket = gate.ticket();
+        let mut ints = interrupts.subscribe();
+        let line = lines[&container].clone();
+        let name = kind.name();
+        async move {
+            let result = gate::with_ticket(ticket, run_one(capture, &mut ints)).await;
+            line.finished(name, &result);
+            CaptureEnd {
+                container,
+                kind: name,
+                result: result.map_err(|e| reason(&e)),
+            }
+        }
+    });
+    // Every party arrives or drops out, so the gate opens before the captures end.
+    let announce = async {
+        gate.opened().await;
+        for line in lines.values() {
+            line.recording();
+        }
+    };
+    let (captures, readings, ()) = tokio::join!(join_all(runs), join_all(meters), announce);
+    let readings: BTreeMap<String, std::result::Result<CpuReading, String>> =
+        readings.into_iter().collect();
+    for line in lines.values() {
+        line.done();
+    }
+    let started_at = gate
+        .opened_at()
+        .map(|at| Local::now() - chrono::TimeDelta::from_std(at.elapsed()).unwrap_or_default())
+        .unwrap_or_else(Local::now);
+
+    let rows = containers
+        .iter()
+        .map(|c| row(&c.name, &captures, readings.get(&c.name), settings.duration))
+        .collect();
+    let record = SessionRecord {
+        devprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        kind: "session".into(),
+        created: Local::now().to_rfc3339(),
+        targets: match &settings.targets {
+            Targets::Named(_) => "named".into(),
+            Targets::Project(p) => format!("project {p}"),
+            Targets::All => "all".into(),
+        },
+        kinds: settings
+            .kinds
+            .iter()
+            .map(|k| match k {
+                Kind::Offcpu(config) => format!("offcpu:{config}"),
+                k => k.name().to_string(),
+            })
+            .collect(),
+        duration_requested_s: settings.duration.as_secs_f64(),
+        started_at: super::session::instant_text(&started_at),
+        interrupted: interrupts.pending(),
+        rows,
+        captures: captures
+            .iter()
+            .map(|c| capture_record(c, &settings.output_dir))
+            .collect(),
+        thresholds: thresholds_text(),
+    };
+    let text = serde_json::to_string_pretty(&record).expect("session record serializes");
+    std::fs::write(stem.path("json"), text + "\n")
+        .map_err(|e| Error::io(format!("write {}", stem.path("json").display()), e))?;
+    Ok(SessionOutcome {
+        record,
+        record_path: stem.path("json"),
+        captures,
+    })
+}
+
+/// An error as a row says it: its first two lines (what failed, and why or what next), on
+/// one line.
+fn reason(e: &Error) -> String {
+    e.to_string()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+async fn run_one(capture: CaptureSettings, ints: &mut Interrupts) -> Result<Done> {
+    match capture {
+        CaptureSettings::Cpu(s) => cpu::run_cpu(&s, ints).await.map(|o| Done {
+            manifest: o.manifest,
+            manifest_path: o.manifest_path,
+            files: o.files,
+            warnings: o.warnings,
+        }),
+        CaptureSettings::Heap(s) => heap::run_heap(&s, ints).await.map(|o| Done {
+            manifest: o.manifest,
+            manifest_path: o.manifest_path,
+            files: o.files,
+            warnings: o.warnings,
+        }),
+        CaptureSettings::Offcpu(s) => offcpu::run_offcpu(&s, ints).await.map(|o| Done {
+            manifest: o.manifest,
+            manifest_path: o.manifest_path,
+            files: o.files,
+            warnings: o.warnings,
+        }),
+    }
+}
+
+/// A container's CPU use over the window.
+#[derive(Debug, Clone, Copy)]
+struct CpuReading {
+    pid: u32,
+    cores: f64,
+}
+
+/// Reads the main process's CPU time when the gate opens and when the window ends (or
+/// Ctrl-C ends it), through an exec in the container: nothing is read from this host.
+async fn meter(
+    container: &str,
+    ticket: Ticket,
+    window: Duration,
+    interrupts: &mut Interrupts,
+) -> Result<CpuReading> {
+    let located = locate(container, &ProcessSelector::Main).await?;
+    let pid = located.process.pid;
+    ticket.arrive().await;
+    let read = || async {
+        let out = located
+            .shell
+            .run(&["cat", &format!("/proc/{pid}/stat")])
+            .await?;
+        let ticks = stat_ticks(&out.stdout).ok_or_else(|| Error::ProcessNotFound {
+            container: container.to_string(),
+            what: format!("pid {pid} is gone"),
+            hint: format!(
+                "/proc/{pid}/stat could not be read: the process exited or its container stopped"
+            ),
+        });
+        Ok::<_, Error>((ticks?, Instant::now()))
+    };
+    let (before, t0) = read().await?;
+    tokio::select! {
+        _ = tokio::time::sleep(window) => {}
+        _ = interrupts.next() => {}
+    }
+    let (after, t1) = read().await?;
+    let secs = (t1 - t0).as_secs_f64().max(0.001);
+    Ok(CpuReading {
+        pid,
+        cores: after.saturating_sub(before) as f64 / TICKS_PER_S / secs,
+    })
+}
+
+fn row(
+    container: &str,
+    captures: &[CaptureEnd],
+    reading: Option<&std::result::Result<CpuReading, String>>,
+    window: Duration,
+) -> SessionRow {
+    let mine: Vec<&CaptureEnd> = captures
+        .iter()
+        .filter(|c| c.container == container)
+        .collect();
+    let done = |kind: &str| {
+        mine.iter()
+            .find(|c| c.kind == kind)
+            .and_then(|c| c.result.as_ref().ok())
+    };
+    let mut errors: Vec<String> = mine
+        .iter()
+        .filter_map(|c| c.result.as_ref().err().map(|e| format!("{}: {e}", c.kind)))
+        .collect();
+    let cpu = match reading {
+        Some(Ok(r)) => Some(*r),
+        Some(Err(e)) => {
+            // Said once when a capture already says why the container is gone.
+            if errors.is_empty() {
+                errors.push(format!("CPU reading: {e}"));
+            }
+            None
+        }
+        None => None,
+    };
+    let window_s = done("cpu")
+        .map(|d| d.manifest.duration_recorded_s)
+        .filter(|s| *s > 0.0)
+        .unwrap_or(window.as_secs_f64());
+    let samples = done("cpu").map(|d| d.manifest.sample_count);
+    let heap_growth_bytes = done("heap")
+        .and_then(|d| d.manifest.heap.as_ref())
+        .and_then(|h| h.window_growth_bytes);
+    let offcpu_s = done("offcpu")
+        .and_then(|d| d.manifest.offcpu.as_ref())
+        .and_then(|o| o.off_cpu.as_ref())
+        .map(|o| o.total_us as f64 / 1e6);
+    let measured = Measured {
+        cpu_cores: cpu.map(|c| c.cores),
+        window_s,
+        heap_growth_bytes,
+        offcpu_s,
+    };
+    SessionRow {
+        container: container.to_string(),
+        cpu_cores: cpu.map(|c| (c.cores * 1000.0).round() / 1000.0),
+        pid: cpu.map(|c| c.pid),
+        samples,
+        heap_growth_bytes,
+        offcpu_s: offcpu_s.map(|s| (s * 1000.0).round() / 1000.0),
+        verdict: if errors.is_empty() {
+            judge(&measured)
+        } else {
+            None
+        },
+        errors,
+    }
+}
+
+fn capture_record(c: &CaptureEnd, output_dir: &Path) -> SessionCapture {
+    let (manifest, started, stopped, error) = match &c.result {
+        Ok(done) => (
+            Some(
+                done.manifest_path
+                    .strip_prefix(output_dir)
+                    .unwrap_or(&done.manifest_path)
+                    .display()
+                    .to_string(),
+            ),
+            done.manifest.window_started_at.clone(),
+            done.manifest.window_stopped_at.clone(),
+            None,
+        ),
+        Err(e) => (None, None, None, Some(e.clone())),
+    };
+    SessionCapture {
+        container: c.container.clone(),
+        kind: c.kind.to_string(),
+        manifest,
+        window_started_at: started,
+        window_stopped_at: stopped,
+        error,
+    }
+}
+
+/// One container's progress line: its kinds and how each is going. Off a terminal, each
+/// change is one plain line.
+#[derive(Clone)]
+struct Line {
+    container: String,
+    bar: ProgressBar,
+    states: Arc<Mutex<Vec<(&'static str, String)>>>,
+}
+
+impl Line {
+    fn new(container: &str, kinds: &[Kind]) -> Self {
+        let line = Line {
+            container: container.to_string(),
+            bar: progress::session_line(container),
+            states: Arc::new(Mutex::new(
+                kinds
+                    .iter()
+                    .map(|k| (k.name(), "preparing".to_string()))
+                    .collect(),
+            )),
+        };
+        line.show();
+        line
+    }
+
+    fn set(&self, kind: Option<&str>, state: &str) {
+        {
+            let mut states = self.states.lock().expect("line lock");
+            for (k, s) in states.iter_mut() {
+                if kind.is_none_or(|kind| kind == *k) && (kind.is_some() || s == "preparing") {
+                    *s = state.to_string();
+                }
+            }
+        }
+        self.show();
+    }
+
+    fn show(&self) {
+        let text = self
+            .states
+            .lock()
+            .expect("line lock")
+            .iter()
+            .map(|(k, s)| format!("{k}: {s}"))
+            .collect::<Vec<_>>()
+            .join(" · ");
+        if self.bar.is_hidden() || progress::start_session().is_hidden() {
+            eprintln!("{}: {text}", self.container);
+        } else {
+            self.bar.set_message(text);
+        }
+    }
+
+    fn recording(&self) {
+        self.set(None, "recording");
+    }
+
+    fn finished(&self, kind: &str, result: &Result<Done>) {
+        let state = match result {
+            Ok(d) if d.manifest.kind == "cpu" => {
+                format!("done, {} samples", d.manifest.sample_count)
+            }
+            Ok(_) => "done".to_string(),
+            Err(e) => format!("failed: {}", truncate(first_line(&e.to_string()), 70)),
+        };
+        self.set(Some(kind), &state);
+    }
+
+    fn done(&self) {
+        self.bar.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn container(name: &str, state: &str, project: Option<&str>, sidecar: bool) -> ContainerInfo {
+        let mut labels = HashMap::new();
+        if sidecar {
+            labels.insert(SIDECAR_LABEL.to_string(), "x".to_string());
+        }
+        ContainerInfo {
+            id: format!("{name}0123456789abcdef"),
+            name: name.into(),
+            image: "img".into(),
+            state: state.into(),
+            service: None,
+            project: project.map(str::to_string),
+            labels,
+        }
+    }
+
+    #[test]
+    fn a_project_is_its_running_containers_without_sidecars() {
+        let all = vec![
+            container("b-seq", "running", Some("net"), false),
+            container("a-rpc", "running", Some("net"), false),
+            container("c-old", "exited", Some("net"), false),
+            container("devprof-sidecar-x", "running", Some("net"), true),
+            container("other", "running", Some("else"), false),
+        ];
+        let names = |t: &Targets| -> Vec<String> {
+            select(t, &all)
+                .unwrap()
+                .into_iter()
+                .map(|c| c.name)
+                .collect()
+        };
+        assert_eq!(names(&Targets::Project("net".into())), ["a-rpc", "b-seq"]);
+        assert_eq!(names(&Targets::All), ["a-rpc", "b-seq", "other"]);
+        assert_eq!(
+            names(&Targets::Named(vec![
+                "other".into(),
+                "a-rpc".into(),
+                "other".into()
+            ])),
+            ["other", "a-rpc"]
+        );
+        let err = select(&Targets::Project("none".into()), &all).unwrap_err();
+        assert!(err.to_string().contains("compose project 'none'"), "{err}");
+        assert!(select(&Targets::Named(vec!["c-old".into()]), &all).is_err());
+    }
+}

@@ -1,0 +1,129 @@
+//! `devprof profile`: several containers and kinds in one aligned window, then the closing
+//! table (one row per container) and the session's manifest.
+
+use crate::capture::multi::{self, SessionOutcome};
+use crate::cli::ProfileArgs;
+use crate::error::{Error, Result};
+use crate::settings::profile::ProfileSettings;
+use crate::signals::Interrupts;
+use crate::store::session::SessionRow;
+use crate::ui::table::{self, Align};
+use crate::units::{human_bytes, thousands};
+use std::path::PathBuf;
+
+pub async fn run(
+    args: ProfileArgs,
+    output_dir: PathBuf,
+    interrupts: &mut Interrupts,
+) -> Result<()> {
+    let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
+    let settings = ProfileSettings::from_args(args, output_dir, &cwd)?;
+    let outcome = multi::run_session(&settings, interrupts).await?;
+    if settings.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "session": outcome.record_path,
+                "rows": outcome.record.rows,
+                "captures": outcome.record.captures,
+                "thresholds": outcome.record.thresholds,
+            }))
+            .unwrap_or_default()
+        );
+    } else {
+        print!("{}", human_summary(&outcome));
+    }
+    for capture in &outcome.captures {
+        if let Ok(done) = &capture.result {
+            for warning in &done.warnings {
+                eprintln!("warning: {} {}: {warning}", capture.container, capture.kind);
+            }
+        }
+    }
+    match outcome.failed() {
+        0 => Ok(()),
+        failed => Err(Error::SessionIncomplete {
+            failed,
+            total: outcome.captures.len(),
+        }),
+    }
+}
+
+fn cell<T>(value: Option<T>, text: impl Fn(T) -> String) -> String {
+    value.map(text).unwrap_or_else(|| "-".into())
+}
+
+/// The table's cells of one row, in the header's order.
+pub fn row_cells(r: &SessionRow) -> Vec<String> {
+    vec![
+        r.container.clone(),
+        cell(r.cpu_cores, |c| format!("{:.0}%", c * 100.0)),
+        cell(r.samples, thousands),
+        cell(r.heap_growth_bytes, |b| {
+            let sign = if b < 0 { "-" } else { "+" };
+            format!("{sign}{}", human_bytes(b.unsigned_abs()))
+        }),
+        cell(r.offcpu_s, |s| format!("{s:.1} s")),
+        match (&r.verdict, r.errors.is_empty()) {
+            (_, false) => "failed".into(),
+            (Some(v), true) => v.bound.label().into(),
+            (None, true) => "-".into(),
+        },
+    ]
+}
+
+pub fn human_summary(outcome: &SessionOutcome) -> String {
+    let rows: Vec<Vec<String>> = outcome.record.rows.iter().map(row_cells).collect();
+    let mut out = format!(
+        "session of {} container(s), {} over {:.0} s, started {}\n",
+        outcome.record.rows.len(),
+        outcome.record.kinds.join(", "),
+        outcome.record.duration_requested_s,
+        outcome.record.started_at
+    );
+    out.push_str(&table::render(
+        &[
+            "CONTAINER",
+            "CPU (of a core)",
+            "SAMPLES",
+            "HEAP GROWTH",
+            "OFF-CPU",
+            "VERDICT",
+        ],
+        &[
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Left,
+        ],
+        &rows,
+        2,
+    ));
+    for r in &outcome.record.rows {
+        if let Some(v) = &r.verdict {
+            out.push_str(&format!(
+                "  {}: {} — {}\n",
+                r.container,
+                v.bound.label(),
+                v.because
+            ));
+        }
+        for e in &r.errors {
+            out.push_str(&format!("  {}: FAILED {e}\n", r.container));
+        }
+    }
+    out.push_str(&format!("  thresholds: {}\n", outcome.record.thresholds));
+    out.push_str("files written:\n");
+    for c in &outcome.record.captures {
+        if let Some(m) = &c.manifest {
+            out.push_str(&format!("  {} {}: {}\n", c.container, c.kind, m));
+        }
+    }
+    out.push_str(&format!(
+        "session manifest: {}\n",
+        outcome.record_path.display()
+    ));
+    out
+}

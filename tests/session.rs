@@ -1,0 +1,373 @@
+//! `devprof profile`: several containers and kinds in one aligned window, against the
+//! real engine and the demo devnet; and a TCP engine address (DOCKER_HOST, a docker
+//! context) reaching the same engine through a proxy.
+
+mod common;
+
+use chrono::DateTime;
+use common::*;
+use std::path::Path;
+use std::time::Duration;
+
+/// The demo devnet's compose project (scripts/testbed-up.sh).
+const DEMO_PROJECT: &str = "devprof-demo";
+
+/// The running containers of the demo project, from the engine itself.
+fn demo_project_containers() -> Vec<String> {
+    let out = docker_ok(&[
+        "ps",
+        "--filter",
+        &format!("label=com.docker.compose.project={DEMO_PROJECT}"),
+        "--format",
+        "{{.Names}}",
+    ]);
+    let mut names: Vec<String> = out.lines().map(str::to_string).collect();
+    names.sort();
+    names
+}
+
+fn session_manifest(cwd: &Path) -> serde_json::Value {
+    let dir = cwd.join("profiling/sessions");
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("no {}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(files.len(), 1, "one session manifest: {files:?}");
+    serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap()
+}
+
+fn instant(text: &serde_json::Value) -> DateTime<chrono::FixedOffset> {
+    let text = text
+        .as_str()
+        .unwrap_or_else(|| panic!("an instant: {text}"));
+    assert!(text.contains('.'), "instants carry milliseconds: {text}");
+    DateTime::parse_from_rfc3339(text).unwrap()
+}
+
+#[test]
+fn a_project_is_captured_in_one_window_whose_starts_are_within_250_ms() {
+    let test = "a_project_is_captured_in_one_window_whose_starts_are_within_250_ms";
+    if !devnet_ready(test) {
+        return;
+    }
+    let expected = demo_project_containers();
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .args(["profile", "--project", DEMO_PROJECT, "4", "--kinds", "cpu"])
+        .timeout(Duration::from_secs(400))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let session = session_manifest(cwd.path());
+    let rows: Vec<&str> = session["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["container"].as_str().unwrap())
+        .collect();
+    assert_eq!(rows, expected, "one row per running demo container");
+    let captures = session["captures"].as_array().unwrap();
+    assert_eq!(captures.len(), expected.len());
+    let mut starts = Vec::new();
+    for c in captures {
+        assert!(c["error"].is_null(), "{c}");
+        // Each capture's own manifest, in its container's directory, says the same.
+        let manifest_path = cwd
+            .path()
+            .join("profiling")
+            .join(c["manifest"].as_str().unwrap());
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+        assert_eq!(manifest["container"]["name"], c["container"]);
+        assert_eq!(manifest["window_started_at"], c["window_started_at"]);
+        let start = instant(&manifest["window_started_at"]);
+        let stop = instant(&manifest["window_stopped_at"]);
+        assert!(stop > start, "{manifest_path:?}");
+        assert!(manifest["sample_count"].as_u64().unwrap() > 0);
+        starts.push(start);
+        assert!(
+            stdout.contains(c["container"].as_str().unwrap()),
+            "{stdout}"
+        );
+    }
+    let first = starts.iter().min().unwrap();
+    let last = starts.iter().max().unwrap();
+    let spread = (*last - *first).num_milliseconds();
+    assert!(
+        spread <= 250,
+        "recorders started {spread} ms apart: {starts:?}"
+    );
+    // `ls --sessions` finds it.
+    let listed = devprof(cwd.path())
+        .args(["ls", "--sessions", "--json"])
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(
+        listed[0]["session"]["captures"].as_array().unwrap().len(),
+        expected.len()
+    );
+}
+
+#[test]
+fn cpu_heap_and_offcpu_on_one_container_give_three_captures_and_a_verdict() {
+    let test = "cpu_heap_and_offcpu_on_one_container_give_three_captures_and_a_verdict";
+    if !demo_container_ready(test, DEMO_SEQ) {
+        return;
+    }
+    let cwd = workdir();
+    let human = devprof(cwd.path())
+        .args(["profile", DEMO_SEQ, "4", "--kinds", "cpu,heap,offcpu"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&human.stdout);
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(human.status.success(), "{stdout}\n{stderr}");
+    let session = session_manifest(cwd.path());
+    let kinds: Vec<&str> = session["captures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["cpu", "heap", "offcpu"]);
+    for c in session["captures"].as_array().unwrap() {
+        let path = cwd
+            .path()
+            .join("profiling")
+            .join(c["manifest"].as_str().unwrap());
+        assert!(path.is_file(), "{path:?}");
+        assert!(path.starts_with(cwd.path().join("profiling").join(DEMO_SEQ)));
+    }
+    let row = &session["rows"][0];
+    let cpu = row["cpu_cores"].as_f64().unwrap();
+    let samples = row["samples"].as_u64().unwrap();
+    let growth = row["heap_growth_bytes"].as_i64().unwrap();
+    let offcpu = row["offcpu_s"].as_f64().unwrap();
+    assert!(cpu > 0.0 && samples > 0 && offcpu > 0.0, "{row}");
+    let verdict = row["verdict"]["bound"].as_str().unwrap();
+    // The table shows the numbers the verdict came from.
+    let table_line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with(DEMO_SEQ))
+        .unwrap_or_else(|| panic!("a row for {DEMO_SEQ}: {stdout}"));
+    assert!(
+        table_line.contains(&format!("{:.0}%", cpu * 100.0)),
+        "{table_line}"
+    );
+    let label = match verdict {
+        "cpu-bound" => "CPU-bound",
+        "memory-bound" => "memory-bound",
+        "io-bound" => "I/O-bound",
+        other => other,
+    };
+    assert!(table_line.contains(label), "{table_line}");
+    assert!(stdout.contains("thresholds:"), "{stdout}");
+    let because = row["verdict"]["because"].as_str().unwrap();
+    assert!(
+        because.contains(&format!("CPU {:.0}%", cpu * 100.0)),
+        "{because}"
+    );
+    let _ = growth;
+
+    // --json gives the same table.
+    let cwd2 = workdir();
+    let json = devprof(cwd2.path())
+        .args([
+            "profile",
+            DEMO_SEQ,
+            "3",
+            "--kinds",
+            "cpu,heap,offcpu",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let printed: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(printed["rows"], session_manifest(cwd2.path())["rows"]);
+    let row = &printed["rows"][0];
+    for key in [
+        "cpu_cores",
+        "samples",
+        "heap_growth_bytes",
+        "offcpu_s",
+        "verdict",
+    ] {
+        assert!(!row[key].is_null(), "{key} in {row}");
+    }
+}
+
+#[test]
+fn a_target_stopped_mid_run_fails_its_row_only() {
+    let test = "a_target_stopped_mid_run_fails_its_row_only";
+    if !demo_container_ready(test, DEMO_SEQ) {
+        return;
+    }
+    let name = unique("devprof-test-session-kill");
+    let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
+    args.extend(["-e", "DEMO_WORKLOADS=hash_chain:60"]);
+    let _guard = run_container(&name, &args, &demo_image(), &[]);
+    std::thread::sleep(Duration::from_secs(1));
+    let cwd = workdir();
+    let mut run = spawn_capture(
+        cwd.path(),
+        &["profile", DEMO_SEQ, &name, "5", "--kinds", "cpu"],
+    );
+    run.wait_for_window();
+    std::thread::sleep(Duration::from_secs(2));
+    docker_ok(&["kill", &name]);
+    let out = run.wait_with_output();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{stdout}\n{stderr}");
+    let session = session_manifest(cwd.path());
+    let rows = session["rows"].as_array().unwrap();
+    let killed = rows
+        .iter()
+        .find(|r| r["container"] == name.as_str())
+        .unwrap();
+    let errors = killed["errors"].to_string();
+    assert!(errors.contains("stopped"), "{errors}");
+    let kept = rows.iter().find(|r| r["container"] == DEMO_SEQ).unwrap();
+    assert!(kept["errors"].as_array().unwrap().is_empty(), "{kept}");
+    assert!(kept["samples"].as_u64().unwrap() > 0);
+    let ok = session["captures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["container"] == DEMO_SEQ)
+        .unwrap();
+    assert!(cwd
+        .path()
+        .join("profiling")
+        .join(ok["manifest"].as_str().unwrap())
+        .is_file());
+    assert!(stdout.contains(&format!("{name}: FAILED")), "{stdout}");
+}
+
+/// A TCP listener on 127.0.0.1 that forwards each connection to the local engine's unix
+/// socket: an engine reached by address, as a remote one is.
+fn tcp_proxy() -> u16 {
+    use std::io::copy;
+    use std::net::{Shutdown, TcpListener};
+    use std::os::unix::net::UnixStream;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(engine) = UnixStream::connect("/var/run/docker.sock") else {
+                continue;
+            };
+            let (mut c_read, mut c_write) = (client.try_clone().unwrap(), client);
+            let (mut e_read, mut e_write) = (engine.try_clone().unwrap(), engine);
+            std::thread::spawn(move || {
+                let _ = copy(&mut c_read, &mut e_write);
+                let _ = e_write.shutdown(Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = copy(&mut e_read, &mut c_write);
+                let _ = c_write.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    port
+}
+
+fn assert_cpu_through(cwd: &Path, configure: impl Fn(&mut assert_cmd::Command)) {
+    let mut cmd = devprof(cwd);
+    cmd.args(["cpu", DEMO_SEQ, "3"]).env_remove("DOCKER_HOST");
+    configure(&mut cmd);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stem = only_capture(cwd, DEMO_SEQ, "perf-");
+    let manifest = read_manifest(&stem);
+    assert!(manifest["sample_count"].as_u64().unwrap() > 0);
+    assert!(with_ext(&stem, "svg").is_file());
+}
+
+#[test]
+fn a_tcp_engine_address_works_end_to_end() {
+    let test = "a_tcp_engine_address_works_end_to_end";
+    if !demo_container_ready(test, DEMO_SEQ) {
+        return;
+    }
+    let port = tcp_proxy();
+    let cwd = workdir();
+    assert_cpu_through(cwd.path(), |cmd| {
+        cmd.env("DOCKER_HOST", format!("tcp://127.0.0.1:{port}"));
+    });
+}
+
+#[test]
+fn the_current_docker_context_names_the_engine() {
+    let test = "the_current_docker_context_names_the_engine";
+    if !demo_container_ready(test, DEMO_SEQ) {
+        return;
+    }
+    let port = tcp_proxy();
+    let home = workdir();
+    let meta = home.path().join(".docker/contexts/meta/any");
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::write(
+        meta.join("meta.json"),
+        format!(r#"{{"Name":"viaproxy","Metadata":{{}},"Endpoints":{{"docker":{{"Host":"tcp://127.0.0.1:{port}","SkipTLSVerify":false}}}}}}"#),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join(".docker/config.json"),
+        r#"{"currentContext":"viaproxy"}"#,
+    )
+    .unwrap();
+    let cwd = workdir();
+    assert_cpu_through(cwd.path(), |cmd| {
+        cmd.env("HOME", home.path())
+            .env_remove("DOCKER_CONTEXT")
+            .env_remove("DOCKER_CONFIG");
+    });
+    // A context that does not exist is a clear error, not the local socket.
+    let out = devprof(cwd.path())
+        .args(["cpu", DEMO_SEQ, "3"])
+        .env_remove("DOCKER_HOST")
+        .env("HOME", home.path())
+        .env("DOCKER_CONTEXT", "absent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'absent'"));
+}
+
+#[test]
+fn completions_are_written_for_each_shell() {
+    let cwd = workdir();
+    for (shell, marker) in [
+        ("bash", "complete"),
+        ("zsh", "#compdef"),
+        ("fish", "complete -c devprof"),
+    ] {
+        let out = devprof(cwd.path())
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(marker) && text.contains("profile"),
+            "{shell}: {text}"
+        );
+    }
+}
