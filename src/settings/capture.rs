@@ -1,8 +1,8 @@
 //! Settings of the capture commands (cpu, offcpu, heap).
 
 use super::{
-    call_graph_of, config_dirs, placement_of, selector_of, target_of, window_of, CallGraph,
-    EngineChoice, Placement,
+    call_graph_of, config_dirs, fold_path_of, placement_of, selector_of, target_of, window_of,
+    CallGraph, EngineChoice, FoldPath, Placement,
 };
 use crate::cli::{CpuArgs, HeapArgs, OffcpuArgs, StatArgs};
 use crate::docker::target::ProcessSelector;
@@ -29,6 +29,7 @@ pub struct CpuSettings {
     pub duration: Duration,
     pub frequency: u32,
     pub call_graph: CallGraph,
+    pub fold: FoldPath,
     pub process: ProcessSelector,
     pub keep_script: bool,
     pub inline: bool,
@@ -53,6 +54,11 @@ impl CpuSettings {
             )));
         }
         let engine: EngineChoice = args.engine.into();
+        if args.keep_script && args.fold == crate::cli::FoldArg::Native {
+            return Err(Error::Usage(
+                "--keep-script keeps perf script's text, which --fold native does not make (use --fold auto or perf-script)".into(),
+            ));
+        }
         if args.wall && matches!(engine, EngineChoice::Perf | EngineChoice::PySpy) {
             return Err(Error::Usage(
                 "--wall needs async-profiler (--engine asprof or auto on a JVM): perf samples on-CPU time only".into(),
@@ -86,6 +92,7 @@ impl CpuSettings {
             duration: window_of(&args.duration)?,
             frequency: args.frequency,
             call_graph: call_graph_of(args.call_graph),
+            fold: fold_path_of(args.fold, call_graph_of(args.call_graph))?,
             process: selector_of(args.process)?,
             keep_script: args.keep_script,
             inline: args.inline && !args.no_inline,
