@@ -13,7 +13,13 @@ data="$1"; name="$2"; root="${3:-/}"; kallsyms="${4:-/proc/kallsyms}"
 out="$(cd "$(dirname "$0")/.." && pwd)/tests/data/native"
 mkdir -p "$out"
 cp "$data" "$out/$name.data"
-perf script -i "$data" --symfs "$root" -F comm,pid,tid,time,event,ip,sym,dso --no-inline \
+# perf is given the recorded files alone (no /usr/lib/debug, no build-id cache): what it
+# finds in a container, and what the tables below hold.
+bare="$(mktemp -d)"; trap 'rm -rf "$bare"' EXIT
+perf script -i "$data" -F ip,dso 2>/dev/null | grep -o '([^()]*)$' | tr -d '()' | grep '^/' | sort -u | while read -r path; do
+    [ -f "$root/$path" ] && mkdir -p "$bare/root$(dirname "$path")" && cp "$root/$path" "$bare/root$path"
+done
+HOME="$bare" perf script -i "$data" --symfs "$bare/root" --kallsyms "$kallsyms" -F comm,pid,tid,time,event,ip,sym,dso --no-inline \
     > "$out/$name.script" 2>/dev/null
 
 # One table per file: `module <path>`, then its loadable segments and text symbols (the

@@ -98,3 +98,10 @@ fn agrees_with_perf_script(name: &str) {
 fn native_fold_of_a_host_capture_with_kernel_frames_matches_perf_script() {
     agrees_with_perf_script("host-xz");
 }
+
+#[test]
+fn native_fold_of_the_demo_node_matches_perf_script() {
+    // The demo node's six workloads (Rust, frame pointers, jemalloc, file I/O), recorded
+    // the way devprof records (-z, -g, 999 Hz, one process).
+    agrees_with_perf_script("host-demo-node");
+}
