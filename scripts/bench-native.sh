@@ -8,7 +8,9 @@
 #
 #   scripts/bench-native.sh [SECONDS] [RUNS]
 # Environment: BENCH_TARGET (default demo-seq), BENCH_DATA (an existing perf.data to use
-# instead of capturing; its container's files must still be those of BENCH_TARGET).
+# instead of capturing; its container's files must still be those of BENCH_TARGET),
+# BENCH_SYMFS (where the recorded files are, instead of a copy of BENCH_TARGET's: `/` for a
+# perf.data recorded on this host).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SECONDS_="${1:-60}"; RUNS="${2:-3}"
@@ -24,42 +26,46 @@ if [ -z "$DATA" ]; then
   "$BIN" --output-dir "$WORK/store" cpu "$TARGET" "${SECONDS_}s" -F 999 --call-graph fp --fold native --json > "$WORK/capture.json"
   DATA="$(find "$WORK/store" -name '*.data' | head -1)"
 fi
-echo "copying the files of $TARGET the stacks point into ..." >&2
-mkdir -p "$WORK/root"
-docker export "$TARGET" | tar -x -C "$WORK/root" --wildcards 'usr/local/bin/*' 'usr/lib/*' 'lib*' 'usr/bin/*' 2>/dev/null || true
+ROOT="${BENCH_SYMFS:-$WORK/root}"
+if [ -z "${BENCH_SYMFS:-}" ]; then
+  echo "copying the files of $TARGET the stacks point into ..." >&2
+  mkdir -p "$ROOT"
+  docker export "$TARGET" | tar -x -C "$ROOT" --wildcards 'usr/local/bin/*' 'usr/lib/*' 'lib*' 'usr/bin/*' 2>/dev/null || true
+fi
 
 measure() { # name, command... -> "wall_s peak_mb"
   local name="$1"; shift
   /usr/bin/time -v -o "$WORK/$name.time" "$@" > /dev/null 2> "$WORK/$name.err"
   awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = t[n] + (n > 1 ? t[n-1] * 60 : 0) + (n > 2 ? t[n-2] * 3600 : 0) }
               /Maximum resident set size/ { rss = $2 / 1024 }
-              END { printf "%.2f %.1f\n", s, rss }' "$WORK/$name.time"
+              /User time|System time/ { cpu += $2 }
+              END { printf "%.2f %.1f %.2f\n", s, rss, cpu }' "$WORK/$name.time"
 }
 
-SCRIPT=(perf script -i "$DATA" --symfs "$WORK/root" -F comm,pid,tid,time,event,ip,sym,dso --no-inline)
+SCRIPT=(perf script -i "$DATA" --symfs "$ROOT" --kallsyms /proc/kallsyms -F comm,pid,tid,time,event,ip,sym,dso --no-inline)
 cat > "$WORK/script.sh" <<SH
 set -o pipefail
 ${SCRIPT[*]} 2>/dev/null | "$BIN" fold - -o "$WORK/script.folded"
 SH
 echo "perf.data: $(du -h "$DATA" | cut -f1), load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
-printf '%-28s %8s %9s\n' "run" "wall s" "peak MB"
+printf '%-28s %8s %9s %8s\n' "run" "wall s" "peak MB" "cpu s"
 for i in $(seq "$RUNS"); do
-  read -r w r < <(measure "native$i" "$BIN" fold "$DATA" --symfs "$WORK/root" -o "$WORK/native.folded")
-  printf '%-28s %8s %9s\n' "native #$i" "$w" "$r"; echo "$w $r" >> "$WORK/native.runs"
-  read -r w r < <(measure "script$i" bash "$WORK/script.sh")
-  printf '%-28s %8s %9s\n' "perf script | fold #$i" "$w" "$r"; echo "$w $r" >> "$WORK/script.runs"
+  read -r w r c < <(measure "native$i" "$BIN" fold "$DATA" --symfs "$ROOT" -o "$WORK/native.folded")
+  printf '%-28s %8s %9s %8s\n' "native #$i" "$w" "$r" "$c"; echo "$w $r $c" >> "$WORK/native.runs"
+  read -r w r c < <(measure "script$i" bash "$WORK/script.sh")
+  printf '%-28s %8s %9s %8s\n' "perf script | fold #$i" "$w" "$r" "$c"; echo "$w $r $c" >> "$WORK/script.runs"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$WORK/native.runs" "$WORK/script.runs" "$WORK/native.folded" "$WORK/script.folded" <<'PY'
 import statistics, sys
 def runs(p):
     rows = [tuple(map(float, l.split())) for l in open(p) if l.strip()]
-    return [r[0] for r in rows], [r[1] for r in rows]
-(nw, nr), (sw, sr) = runs(sys.argv[1]), runs(sys.argv[2])
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+(nw, nr, nc), (sw, sr, sc) = runs(sys.argv[1]), runs(sys.argv[2])
 med = statistics.median
-print(f"native       wall median {med(nw):.2f} s (min {min(nw):.2f}, max {max(nw):.2f}), peak {max(nr):.0f} MB")
-print(f"perf script  wall median {med(sw):.2f} s (min {min(sw):.2f}, max {max(sw):.2f}), peak {max(sr):.0f} MB")
-print(f"native is {med(sw) / med(nw):.1f}x faster (median; {min(sw) / max(nw):.1f}x to {max(sw) / min(nw):.1f}x over the runs)")
+print(f"native       wall median {med(nw):.2f} s (min {min(nw):.2f}, max {max(nw):.2f}), cpu median {med(nc):.2f} s, peak {max(nr):.0f} MB")
+print(f"perf script  wall median {med(sw):.2f} s (min {min(sw):.2f}, max {max(sw):.2f}), cpu median {med(sc):.2f} s, peak {max(sr):.0f} MB")
+print(f"native is {med(sw) / med(nw):.1f}x faster in wall time (median; {min(sw) / max(nw):.1f}x to {max(sw) / min(nw):.1f}x over the runs), {med(sc) / med(nc):.1f}x in CPU time")
 def counts(p):
     out = {}
     for l in open(p):
