@@ -397,6 +397,21 @@ fn heap_file_names(names: &[String]) -> Result<Vec<String>> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn fold_paths_that_cannot_work_are_usage_errors() {
+        use crate::cli::FoldArg;
+        assert_eq!(
+            fold_path_of(FoldArg::Auto, CallGraph::Dwarf).unwrap(),
+            FoldPath::Auto
+        );
+        assert_eq!(
+            fold_path_of(FoldArg::Native, CallGraph::FramePointer).unwrap(),
+            FoldPath::Native
+        );
+        let e = fold_path_of(FoldArg::Native, CallGraph::Dwarf).unwrap_err();
+        assert!(e.to_string().contains("--fold native"), "{e}");
+    }
+
     fn release(dir: &Path, lib: &[u8], exe_mode: u32) {
         use std::os::unix::fs::PermissionsExt;
         std::fs::create_dir_all(dir.join("bin")).unwrap();
