@@ -8,7 +8,8 @@
 #               has them, else left out and said so)
 # Each is timed (wall) with its peak memory (max RSS); the ratios are printed. The stream is a
 # real capture of the demo node (tests/data/perf-script-demo-seq.txt) repeated to MB
-# megabytes (default 600). It fails if devprof's peak memory reaches 200 MB.
+# megabytes (default 600). Figures only: nothing is asserted. The load average is printed
+# with them (on a shared machine, run it a few times and read the spread).
 # Usage: scripts/bench-fold.sh [MB]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,8 +18,8 @@ SAMPLE="${BENCH_SAMPLE:-tests/data/perf-script-demo-seq.txt}"
 INFERNO_VERSION="${BENCH_INFERNO_VERSION:-0.12.8}"
 TOOLS="${BENCH_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/devprof-bench}"
 
-cargo build --release --locked -q -p devprof
-BIN="$(pwd)/target/release/devprof"
+BIN="${DEVPROF_BIN:-$(pwd)/target/release/devprof}"
+[ -n "${DEVPROF_BIN:-}" ] || cargo build --release --locked -q -p devprof
 
 INFERNO="$TOOLS/inferno-$INFERNO_VERSION/bin"
 if [ ! -x "$INFERNO/inferno-collapse-perf" ]; then
@@ -75,6 +76,7 @@ with tempfile.TemporaryDirectory() as tmp:
         rows.append(("FlameGraph (Perl)", secs, rss))
     stacks = sum(1 for _ in open(os.path.join(tmp, "devprof.folded")))
 
+print(f"load average {' '.join(open('/proc/loadavg').read().split()[:3])}")
 print(f"input    {size / 1e6:,.0f} MB of perf script ({repeats} x {os.path.basename(sample)}), {stacks} distinct stacks, {os.cpu_count()} cores")
 print(f"{'tool':<30} {'wall s':>8} {'MB/s':>8} {'peak MB':>8} {'devprof is':>11}")
 ours = rows[0][1]
@@ -83,7 +85,4 @@ for name, secs, rss in rows:
     print(f"{name:<30} {secs:>8.2f} {size / 1e6 / secs:>8.1f} {rss:>8.1f} {ratio:>11}")
 if not flamegraph:
     print("FlameGraph (Perl) not found: set FLAMEGRAPH_DIR to a checkout of brendangregg/FlameGraph to compare")
-if rows[0][2] >= 200:
-    print("FAIL: devprof's peak memory is over the 200 MB budget")
-    sys.exit(1)
 PY

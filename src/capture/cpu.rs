@@ -348,6 +348,8 @@ async fn record_and_analyse<E: Engine>(
         symfs: target.symfs(),
         keep_script: settings.keep_script,
         inline: settings.inline,
+        call_graph: settings.call_graph,
+        fold: settings.fold,
     };
     let collected: Collected = tokio::select! {
         collected = engine.collect(ready, &job) => collected?,
@@ -455,6 +457,8 @@ async fn record_and_analyse<E: Engine>(
     manifest.unsymbolized_share = (unsymbolized * 1000.0).round() / 1000.0;
     manifest.top_functions = folded.top_self(10);
     manifest.timings_ms = timings;
+    manifest.fold_path = collected.fold_path.map(str::to_string);
+    manifest.notes.extend(collected.notes.iter().cloned());
 
     let mut files = manifest.record_stem_files(&stem, &extensions);
 

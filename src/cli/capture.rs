@@ -69,6 +69,13 @@ pub struct CpuArgs {
     #[arg(long)]
     pub keep_script: bool,
 
+    /// How perf's samples become folded stacks: read perf.data and name frames in devprof
+    /// (native: frame-pointer captures only, much faster), through `perf script`, or auto
+    /// (native for frame-pointer captures, `perf script` when the native path cannot name
+    /// what perf would: JIT code, binaries it cannot fetch).
+    #[arg(long, value_enum, env = "DEVPROF_FOLD", default_value_t = FoldArg::Auto)]
+    pub fold: FoldArg,
+
     /// Resolve inlined frames with addr2line (much slower on large captures).
     #[arg(long, overrides_with = "no_inline")]
     pub inline: bool,
@@ -141,6 +148,18 @@ pub enum ModeArg {
     Auto,
     Exec,
     Sidecar,
+}
+
+/// How a perf capture is folded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FoldArg {
+    /// native for frame-pointer captures, perf script otherwise or when native falls short.
+    Auto,
+    /// perf.data read and symbolized by devprof.
+    Native,
+    /// `perf script` in the container, its text folded by devprof.
+    #[value(name = "perf-script")]
+    PerfScript,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

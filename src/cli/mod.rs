@@ -46,6 +46,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  devprof cpu op-reth-seq 60       # 60 s, 999 Hz, frame pointers\n  \
                             devprof cpu demo-seq 45s --frequency 499\n  \
+                            devprof cpu demo-seq 30s --fold perf-script     # fold through perf script, not natively\n  \
                             devprof cpu op-reth-seq 2m --call-graph dwarf   # no frame pointers in the binary\n  \
                             devprof cpu 3f2a9c 30 --pid 42                    # id prefix, explicit pid\n  \
                             DEVPROF_TARGET=demo-seq devprof cpu               # target from the environment or .env\n  \
@@ -81,10 +82,12 @@ pub enum Command {
     Stat(StatArgs),
 
     /// Fold `perf script` text into folded stacks (and optionally an SVG), streaming.
-    /// Reads standard input when FILE is `-`.
+    /// Reads standard input when FILE is `-`. A perf.data file (frame pointers) is read
+    /// and symbolized natively, without perf.
     #[command(
         after_help = "Examples:\n  perf script | devprof fold - --svg out.svg > out.folded\n  \
-                            devprof fold perf.script -o perf.folded"
+                            devprof fold perf.script -o perf.folded\n  \
+                            devprof fold perf.data --symfs /tmp/container-root -o perf.folded"
     )]
     Fold(FoldArgs),
 

@@ -6,8 +6,15 @@ use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct FoldArgs {
-    /// `perf script` output; `-` for standard input.
+    /// `perf script` output (`-` for standard input), or a perf.data file with
+    /// frame-pointer callchains, read and symbolized by devprof itself (no perf needed).
     pub input: PathBuf,
+
+    /// perf.data input: where the recorded process's files are found (a copy of its
+    /// container's files; `/` for a capture of this host). Kernel frames are named from
+    /// this host's /proc/kallsyms.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub symfs: PathBuf,
 
     /// Write folded stacks here instead of standard output.
     #[arg(long, short)]

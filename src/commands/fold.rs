@@ -1,39 +1,24 @@
-//! `devprof fold`: the streaming folder on its own, for `perf script` text made elsewhere.
-//! Also what the throughput benchmark drives.
+//! `devprof fold`: the streaming folder on its own, for `perf script` text made elsewhere,
+//! or the native fold of a perf.data. Also what the benchmarks drive.
 
 use crate::cli::FoldArgs;
 use crate::error::{Error, Result};
-use crate::profile::folded::{fold_perf_script, fold_perf_script_with};
+use crate::profile::folded::{fold_perf_script, fold_perf_script_with, Folded};
+use crate::profile::perfdata::stacks::{self, Symbols};
 use crate::profile::timeline::TimelineWriter;
 use crate::render::{write_heatmap_file, write_svg, SvgSpec};
+use crate::symbols::kallsyms::Kallsyms;
+use crate::symbols::module::ModuleSymbols;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
+use std::path::Path;
 
 pub fn run(args: FoldArgs) -> Result<()> {
-    let input: Box<dyn Read> = if args.input.as_os_str() == "-" {
-        Box::new(io::stdin().lock())
+    let folded = if is_perf_data(&args.input) {
+        fold_perf_data(&args)?
     } else {
-        Box::new(
-            File::open(&args.input)
-                .map_err(|e| Error::io(format!("open {}", args.input.display()), e))?,
-        )
+        fold_script(&args)?
     };
-    let reader = BufReader::with_capacity(1 << 20, input);
-    let folded = match &args.timeline {
-        Some(path) => {
-            let file = File::create(path)
-                .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
-            let mut timeline = TimelineWriter::new(BufWriter::new(file))
-                .map_err(|e| Error::io("start the timeline", e))?;
-            let folded = fold_perf_script_with(reader, &mut timeline);
-            timeline
-                .finish()
-                .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
-            folded
-        }
-        None => fold_perf_script(reader),
-    }
-    .map_err(|e| Error::io("fold perf script input", e))?;
     match &args.output {
         Some(path) => {
             let file = File::create(path)
@@ -62,4 +47,78 @@ pub fn run(args: FoldArgs) -> Result<()> {
         folded.stacks.len()
     );
     Ok(())
+}
+
+/// Whether `path` is a perf.data file (by its magic; standard input is text).
+fn is_perf_data(path: &Path) -> bool {
+    let mut magic = [0u8; 8];
+    path.as_os_str() != "-"
+        && File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok()
+        && &magic == b"PERFILE2"
+}
+
+/// perf.data read and symbolized natively, with the files under `--symfs`.
+fn fold_perf_data(args: &FoldArgs) -> Result<Folded> {
+    let raw = stacks::read(&args.input, args.timeline.is_some())
+        .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;
+    let mut symbols = Symbols::default();
+    for path in raw.files_used() {
+        let local = args.symfs.join(path.trim_start_matches('/'));
+        match ModuleSymbols::from_elf(&local) {
+            Ok(module) => {
+                symbols.modules.insert(path, module);
+            }
+            Err(e) => eprintln!("no symbols for {path}: {e}"),
+        }
+    }
+    if raw.has_kernel_frames() {
+        symbols.kernel = std::fs::read_to_string("/proc/kallsyms")
+            .ok()
+            .and_then(|text| Kallsyms::parse(&text));
+    }
+    let fold = match &args.timeline {
+        Some(path) => {
+            let file = File::create(path)
+                .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+            let mut timeline = TimelineWriter::new(BufWriter::new(file))
+                .map_err(|e| Error::io("start the timeline", e))?;
+            let fold = stacks::fold(&raw, &symbols, false, Some(&mut timeline));
+            timeline
+                .finish()
+                .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+            fold
+        }
+        None => stacks::fold(&raw, &symbols, false, None),
+    };
+    Ok(fold.folded)
+}
+
+/// `perf script` text, streamed through the parallel folder.
+fn fold_script(args: &FoldArgs) -> Result<Folded> {
+    let input: Box<dyn Read> = if args.input.as_os_str() == "-" {
+        Box::new(io::stdin().lock())
+    } else {
+        Box::new(
+            File::open(&args.input)
+                .map_err(|e| Error::io(format!("open {}", args.input.display()), e))?,
+        )
+    };
+    let reader = BufReader::with_capacity(1 << 20, input);
+    match &args.timeline {
+        Some(path) => {
+            let file = File::create(path)
+                .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+            let mut timeline = TimelineWriter::new(BufWriter::new(file))
+                .map_err(|e| Error::io("start the timeline", e))?;
+            let folded = fold_perf_script_with(reader, &mut timeline);
+            timeline
+                .finish()
+                .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+            folded
+        }
+        None => fold_perf_script(reader),
+    }
+    .map_err(|e| Error::io("fold perf script input", e))
 }

@@ -62,6 +62,9 @@ pub struct CollectJob<'a> {
     pub keep_script: bool,
     /// Resolve inlined frames.
     pub inline: bool,
+    pub call_graph: crate::settings::CallGraph,
+    /// How perf's samples are folded.
+    pub fold: crate::settings::FoldPath,
 }
 
 /// Folded stacks and what else the engine learned while making them.
@@ -78,6 +81,10 @@ pub struct Collected {
     pub stderr: String,
     /// How long each step took (`download`, `fold`, ...), for the manifest.
     pub timings_ms: Vec<(&'static str, u64)>,
+    /// Which path folded the samples (`native`, `perf-script`), for engines with a choice.
+    pub fold_path: Option<&'static str>,
+    /// What the manifest should say about how the stacks were made.
+    pub notes: Vec<String>,
 }
 
 /// The engine's binary, for manifests.

@@ -1,8 +1,8 @@
 //! Settings of the capture commands (cpu, offcpu, heap).
 
 use super::{
-    call_graph_of, config_dirs, placement_of, selector_of, target_of, window_of, CallGraph,
-    EngineChoice, Placement,
+    call_graph_of, config_dirs, fold_path_of, placement_of, selector_of, target_of, window_of,
+    CallGraph, EngineChoice, FoldPath, Placement,
 };
 use crate::cli::{CpuArgs, HeapArgs, OffcpuArgs, StatArgs};
 use crate::docker::target::ProcessSelector;
@@ -31,6 +31,7 @@ pub struct CpuSettings {
     pub duration: Duration,
     pub frequency: u32,
     pub call_graph: CallGraph,
+    pub fold: FoldPath,
     pub process: ProcessSelector,
     pub keep_script: bool,
     pub inline: bool,
@@ -55,6 +56,11 @@ impl CpuSettings {
             )));
         }
         let engine: EngineChoice = args.engine.into();
+        if args.keep_script && args.fold == crate::cli::FoldArg::Native {
+            return Err(Error::Usage(
+                "--keep-script keeps perf script's text, which --fold native does not make (use --fold auto or perf-script)".into(),
+            ));
+        }
         if args.wall
             && matches!(
                 engine,
@@ -99,6 +105,7 @@ impl CpuSettings {
             duration: window_of(&args.duration)?,
             frequency: args.frequency,
             call_graph: call_graph_of(args.call_graph),
+            fold: fold_path_of(args.fold, call_graph_of(args.call_graph))?,
             process: selector_of(args.process)?,
             keep_script: args.keep_script,
             inline: args.inline && !args.no_inline,
@@ -441,6 +448,21 @@ fn heap_file_names(names: &[String]) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fold_paths_that_cannot_work_are_usage_errors() {
+        use crate::cli::FoldArg;
+        assert_eq!(
+            fold_path_of(FoldArg::Auto, CallGraph::Dwarf).unwrap(),
+            FoldPath::Auto
+        );
+        assert_eq!(
+            fold_path_of(FoldArg::Native, CallGraph::FramePointer).unwrap(),
+            FoldPath::Native
+        );
+        let e = fold_path_of(FoldArg::Native, CallGraph::Dwarf).unwrap_err();
+        assert!(e.to_string().contains("--fold native"), "{e}");
+    }
 
     fn release(dir: &Path, lib: &[u8], exe_mode: u32) {
         use std::os::unix::fs::PermissionsExt;

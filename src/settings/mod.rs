@@ -35,6 +35,18 @@ impl CallGraph {
     }
 }
 
+/// How a perf capture's samples become folded stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FoldPath {
+    /// Native for frame-pointer captures, `perf script` when native falls short.
+    #[default]
+    Auto,
+    /// perf.data read and symbolized by devprof (frame-pointer captures).
+    Native,
+    /// `perf script` in the container.
+    PerfScript,
+}
+
 /// Which engine records a CPU capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineChoice {
@@ -139,6 +151,18 @@ pub(crate) fn window_of(text: &str) -> Result<Duration> {
         )));
     }
     Ok(duration)
+}
+
+pub(crate) fn fold_path_of(arg: crate::cli::FoldArg, call_graph: CallGraph) -> Result<FoldPath> {
+    use crate::cli::FoldArg;
+    match (arg, call_graph) {
+        (FoldArg::Native, CallGraph::Dwarf) => Err(Error::Usage(
+            "--fold native reads frame-pointer callchains: with --call-graph dwarf the stacks are unwound by perf script (use --fold auto or perf-script)".into(),
+        )),
+        (FoldArg::Native, _) => Ok(FoldPath::Native),
+        (FoldArg::PerfScript, _) => Ok(FoldPath::PerfScript),
+        (FoldArg::Auto, _) => Ok(FoldPath::Auto),
+    }
 }
 
 pub(crate) fn call_graph_of(arg: CallGraphArg) -> CallGraph {

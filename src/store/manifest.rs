@@ -109,6 +109,10 @@ pub struct Manifest {
     pub perf_map: Option<String>,
     pub top_functions: Vec<(String, u64)>,
     pub timings_ms: BTreeMap<String, u64>,
+    /// How perf's samples were folded: `native` (perf.data read by devprof) or
+    /// `perf-script`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fold_path: Option<String>,
     pub files: Vec<FileRecord>,
     pub notes: Vec<String>,
     /// The event config an off-CPU capture used (its path, or `built-in`).

@@ -216,6 +216,13 @@ impl ModuleSymbols {
             .collect()
     }
 
+    /// The name of the symbol-table function containing an ELF address, demangled (what
+    /// `perf script --no-inline` prints).
+    pub fn function_at(&self, address: u64) -> Option<String> {
+        self.symbol_at(address)
+            .map(|sym| clean_name(&demangle_frame(&sym.name)))
+    }
+
     fn symbol_at(&self, address: u64) -> Option<&Symbol> {
         let i = self
             .symbols

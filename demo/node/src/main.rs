@@ -8,6 +8,8 @@
 //! - `DEMO_LOCK_THREADS`: number of `contend_lock` threads (default 4)
 //! - `DEMO_ALLOC_MAX_MB`: cap of the memory held by `alloc_blocks` (default 128)
 //! - `_RJEM_MALLOC_CONF`: jemalloc options, e.g. `prof:true,prof_prefix:/profiling/jeprof`
+//! - `DEMO_OPS_FILE`: when set, a file rewritten every 500 ms with `<ms since start> <units
+//!   of work done>`: the node's throughput, for measuring what profiling costs it
 //!
 //! Signals: SIGTERM/SIGINT exit at once; SIGUSR2 dumps a jemalloc heap profile.
 
@@ -147,6 +149,34 @@ where
         });
 }
 
+/// Rewrites `path` every 500 ms with the time since `start` and the work done so far
+/// (through a rename, so a reader never sees half a line).
+fn report_ops(path: PathBuf, start: Instant) {
+    let spawned = thread::Builder::new()
+        .name("ops_report".into())
+        .spawn(move || {
+            let temp = path.with_extension("tmp");
+            loop {
+                thread::sleep(std::time::Duration::from_millis(500));
+                let line = format!(
+                    "{} {}\n",
+                    start.elapsed().as_millis(),
+                    workloads::ops_done()
+                );
+                if std::fs::write(&temp, line)
+                    .and_then(|()| std::fs::rename(&temp, &path))
+                    .is_err()
+                {
+                    eprintln!("demo-node: cannot write {}", path.display());
+                    return;
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("demo-node: cannot start the ops report: {e}");
+    }
+}
+
 fn io_outcome(r: std::io::Result<()>) -> String {
     match r {
         Ok(()) => "returned".to_string(),
@@ -167,6 +197,9 @@ fn main() {
 
     let (done, stopped) = mpsc::channel();
     let start = Instant::now();
+    if let Ok(Some(path)) = env_var("DEMO_OPS_FILE") {
+        report_ops(PathBuf::from(path), start);
+    }
     let count = settings.workloads.len() as u32;
     for (i, spec) in settings.workloads.iter().enumerate() {
         let pct = spec.percent;

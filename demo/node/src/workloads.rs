@@ -8,6 +8,7 @@ use std::io::{self, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -26,6 +27,18 @@ pub struct Duty {
     busy: Duration,
     epoch: Instant,
     period: u64,
+    /// Units of work since the last rest, added to `OPS` when the thread rests (so the
+    /// count costs nothing in the busy loop).
+    ops: u64,
+}
+
+/// Units of work (calls to `Duty::tick`) done by all workloads, as of their last rest: the
+/// node's throughput, which a profiler's overhead lowers.
+pub static OPS: AtomicU64 = AtomicU64::new(0);
+
+/// The units of work done so far by all workload threads.
+pub fn ops_done() -> u64 {
+    OPS.load(Ordering::Relaxed)
 }
 
 impl Duty {
@@ -35,6 +48,7 @@ impl Duty {
             busy: PERIOD * percent / 100,
             epoch,
             period: 0,
+            ops: 0,
         }
     }
 
@@ -45,10 +59,16 @@ impl Duty {
 
     #[inline]
     pub fn tick(&mut self) {
+        self.ops += 1;
         let since = self.epoch.elapsed().as_nanos();
         let period = PERIOD.as_nanos();
         let phase = (since % period) as u64;
-        self.period = (since / period) as u64;
+        let current = (since / period) as u64;
+        if current != self.period {
+            // A workload at 100% never rests: count its work once a period instead.
+            OPS.fetch_add(std::mem::take(&mut self.ops), Ordering::Relaxed);
+        }
+        self.period = current;
         if phase >= self.busy.as_nanos() as u64 {
             self.rest(phase);
         }
@@ -63,6 +83,7 @@ impl Duty {
     #[cold]
     #[inline(never)]
     fn rest(&mut self, phase: u64) {
+        OPS.fetch_add(std::mem::take(&mut self.ops), Ordering::Relaxed);
         thread::sleep(PERIOD.saturating_sub(Duration::from_nanos(phase)));
         self.period += 1;
     }

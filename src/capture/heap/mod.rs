@@ -41,7 +41,7 @@ pub(super) const REPORT_ROWS: usize = 25;
 /// The extensions a heap capture writes next to its manifest.
 pub const HEAP_EXTENSIONS: &[&str] = &["folded", "svg", "txt"];
 /// Where binaries fetched for symbols are cached, inside the container's store directory.
-pub const SYMBOL_CACHE: &str = ".symbols";
+pub use crate::symbols::binary::SYMBOL_CACHE;
 
 /// What a finished heap capture produced.
 #[derive(Debug)]

@@ -3,10 +3,9 @@
 //! flamegraph, the text report and the manifest.
 
 use super::dumps::{dump_names, fetch_dump};
-use super::{HeapTarget, Obtained, HEAP_EXTENSIONS, REPORT_ROWS, SYMBOL_CACHE};
+use super::{HeapTarget, Obtained, HEAP_EXTENSIONS, REPORT_ROWS};
 use crate::capture::manifest::identity;
 use crate::capture::session::instant_text;
-use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
 use crate::profile::heap::parse::{parse_dump, HeapDump, Measure};
 use crate::profile::heap::report::{
@@ -17,8 +16,9 @@ use crate::profile::heap::{DumpRecord, HeapRecord, ModuleRecord};
 use crate::render::{write_folded_file, write_svg_file, SvgSpec};
 use crate::settings::{HeapSettings, HeapSource};
 use crate::store::{self, Manifest, Stem};
+use crate::symbols::binary::{self, Fetched};
 use crate::symbols::module::{basename, ModuleSymbols, SymbolKind};
-use crate::text::{quote, truncate};
+use crate::text::truncate;
 use crate::ui::progress;
 use crate::units::human_bytes;
 use chrono::Local;
@@ -230,52 +230,36 @@ pub(super) async fn fetch_modules(
     if paths.is_empty() {
         return (modules, records);
     }
-    let script: String = paths
-        .iter()
-        .map(|p| {
-            format!(
-                "printf 'file\\t%s\\n' \"$(stat -L -c '%s %Y %i' -- {} 2>/dev/null)\"\n",
-                quote(p)
-            )
-        })
-        .collect();
-    let stats: Vec<Option<(u64, i64, u64)>> = match target.shell.sh(&script).await {
-        Ok(out) => {
-            let lines: Vec<&str> = out
-                .stdout
-                .lines()
-                .filter_map(|l| l.strip_prefix("file\t"))
-                .collect();
-            paths
-                .iter()
-                .enumerate()
-                .map(|(i, _)| {
-                    let mut f = lines.get(i)?.split_whitespace();
-                    Some((
-                        f.next()?.parse().ok()?,
-                        f.next()?.parse().ok()?,
-                        f.next()?.parse().ok()?,
-                    ))
-                })
-                .collect()
-        }
-        Err(_) => vec![None; paths.len()],
-    };
-    for (path, stat) in paths.iter().zip(stats) {
+    let fetched = binary::fetch_cached(&target.shell, &target.container.name, &paths, dir).await;
+    for (path, fetched) in paths.iter().zip(fetched) {
         let mut record = ModuleRecord {
             path: path.clone(),
             symbols: String::new(),
             cached: None,
         };
-        let Some((size, mtime, inode)) = stat else {
-            record.symbols = "missing: not found in the container".into();
-            warnings.push(format!(
-                "{path} is not in the container any more: its frames stay as {}+offset",
-                basename(path)
-            ));
-            modules.insert(path.clone(), None);
-            records.push(record);
-            continue;
+        let (local, relative, inode) = match fetched {
+            Fetched::Missing => {
+                record.symbols = "missing: not found in the container".into();
+                warnings.push(format!(
+                    "{path} is not in the container any more: its frames stay as {}+offset",
+                    basename(path)
+                ));
+                modules.insert(path.clone(), None);
+                records.push(record);
+                continue;
+            }
+            Fetched::Failed(e) => {
+                record.symbols = format!("missing: {e}");
+                warnings.push(format!("could not copy {path} out of the container ({e}): its frames stay as {}+offset", basename(path)));
+                modules.insert(path.clone(), None);
+                records.push(record);
+                continue;
+            }
+            Fetched::Local {
+                local,
+                relative,
+                inode,
+            } => (local, relative, inode),
         };
         for dump in dumps {
             if dump
@@ -287,33 +271,6 @@ pub(super) async fn fetch_modules(
                     "{path} in the container is not the file the dump mapped (inode changed): names from it may be wrong"
                 ));
                 break;
-            }
-        }
-        let key = cache_key(path, size, mtime);
-        let relative = PathBuf::from(SYMBOL_CACHE).join(&key).join(basename(path));
-        let local = dir.join(&relative);
-        let present =
-            std::fs::symlink_metadata(&local).is_ok_and(|m| m.is_file() && m.len() == size);
-        if !present {
-            // A partial copy from an interrupted run: this cache is devprof's own.
-            if std::fs::symlink_metadata(&local).is_ok_and(|m| m.is_file()) {
-                let _ = std::fs::remove_file(&local);
-            }
-            let entry = PathBuf::from(basename(path));
-            let rel = relative.clone();
-            let fetched = target
-                .shell
-                .docker()
-                .download(&target.container.name, path, dir, move |e| {
-                    (e == entry).then(|| rel.clone())
-                })
-                .await;
-            if let Err(e) = fetched {
-                record.symbols = format!("missing: {e}");
-                warnings.push(format!("could not copy {path} out of the container ({e}): its frames stay as {}+offset", basename(path)));
-                modules.insert(path.clone(), None);
-                records.push(record);
-                continue;
             }
         }
         record.cached = Some(relative.display().to_string());
@@ -333,16 +290,6 @@ pub(super) async fn fetch_modules(
         records.push(record);
     }
     (modules, records)
-}
-
-/// A stable directory name for one version of a file: FNV-1a of path, size and time.
-pub(super) fn cache_key(path: &str, size: u64, mtime: i64) -> String {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in format!("{path}\0{size}\0{mtime}").bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    format!("{h:016x}")
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -434,18 +381,5 @@ pub(super) fn heap_manifest(
             &target.process_facts,
             target.runtime,
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cache_keys_differ_by_version_and_are_plain_names() {
-        let a = cache_key("/usr/local/bin/demo-node", 10, 1);
-        assert_ne!(a, cache_key("/usr/local/bin/demo-node", 10, 2));
-        assert_eq!(a.len(), 16);
-        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
     }
 }

@@ -360,6 +360,7 @@ impl Engine for AsprofEngine {
             lost_chunks: None,
             stderr: job.recorded.stderr.clone(),
             timings_ms: vec![("fold", started.elapsed().as_millis() as u64)],
+            ..Collected::default()
         })
     }
 }

@@ -1,9 +1,11 @@
 //! perf as an engine: finding it (`tool`), checking it may record the process and choosing
 //! the event (`access`), reading what it printed (`report`), and here the CPU recipe's
-//! steps: `perf record -g` for the window, perf.data brought home, `perf script` streamed
-//! out of the container straight into the folder.
+//! steps: `perf record -g` for the window, perf.data brought home, and folded: natively
+//! (`native`: perf.data read and named by devprof, frame-pointer captures) or by
+//! `perf script` streamed out of the container straight into the folder.
 
 pub mod access;
+mod native;
 pub mod report;
 pub mod tool;
 
@@ -22,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::profile::folded::fold_perf_script_resolved;
 use crate::profile::perfscript::FrameResolver;
 use crate::profile::timeline::TimelineWriter;
+use crate::settings::FoldPath;
 use crate::store::Stem;
 use crate::symbols::binary::GoBinary;
 use crate::ui::progress;
@@ -117,6 +120,38 @@ impl Engine for PerfEngine {
         let started = Instant::now();
         download_data(job.shell, &data_in_container, job.stem).await?;
         let mut timings_ms = vec![("download", started.elapsed().as_millis() as u64)];
+        let mut notes = Vec::new();
+        if native::wanted(job) {
+            let started = Instant::now();
+            match native::fold(job).await {
+                Ok(fold) if job.fold == FoldPath::Native || native::trusted(&fold) => {
+                    timings_ms.push(("fold", started.elapsed().as_millis() as u64));
+                    notes.extend(native::notes(&fold));
+                    return Ok(Collected {
+                        folded: fold.folded,
+                        raw_files: vec!["data", "timeline"],
+                        reported_samples: report.samples,
+                        lost_chunks: report.lost_chunks,
+                        stderr: job.recorded.stderr.clone(),
+                        timings_ms,
+                        fold_path: Some(native::NATIVE),
+                        notes,
+                    });
+                }
+                Ok(fold) => notes.push(format!(
+                    "the native fold could not name {:.1}% of the samples as perf would (JIT code or files it could not fetch: {}); folded with perf script instead",
+                    fold.doubtful_share() * 100.0,
+                    fold.missing_modules.join(", ")
+                )),
+                Err(e) if job.fold == FoldPath::Native => {
+                    job.stem.discard(&["data", "timeline"]);
+                    return Err(e);
+                }
+                Err(e) => notes.push(format!(
+                    "the native fold failed ({e}); folded with perf script instead"
+                )),
+            }
+        }
         let started = Instant::now();
 
         let spinner = progress::spinner("symbolizing and folding stacks (perf script)");
@@ -175,6 +210,8 @@ impl Engine for PerfEngine {
                 .or(report.lost_chunks),
             stderr: script_out.stderr,
             timings_ms,
+            fold_path: Some(native::PERF_SCRIPT),
+            notes,
         })
     }
 }

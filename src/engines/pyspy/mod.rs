@@ -207,6 +207,7 @@ impl Engine for PySpyEngine {
             lost_chunks: None,
             stderr: format!("{}\n{}", job.recorded.stderr, job.recorded.stdout),
             timings_ms: vec![("fold", started.elapsed().as_millis() as u64)],
+            ..Collected::default()
         })
     }
 }

@@ -23,7 +23,11 @@ pub(super) const SAMPLE_STREAM_ID: u64 = 1 << 9;
 pub(super) const SAMPLE_RAW: u64 = 1 << 10;
 pub(super) const SAMPLE_IDENTIFIER: u64 = 1 << 16;
 
+pub(super) const RECORD_MMAP: u32 = 1;
 pub(super) const RECORD_COMM: u32 = 3;
+pub(super) const RECORD_EXIT: u32 = 4;
+pub(super) const RECORD_FORK: u32 = 7;
+pub(super) const RECORD_MMAP2: u32 = 10;
 pub(super) const RECORD_SAMPLE: u32 = 9;
 pub(super) const RECORD_SWITCH: u32 = 14;
 pub(super) const RECORD_SWITCH_CPU_WIDE: u32 = 15;

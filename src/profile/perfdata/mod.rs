@@ -6,8 +6,11 @@
 //! Covered: the file header, attributes, EVENT_DESC and TRACING_DATA features, sample and
 //! switch/comm records, zstd-compressed records (`perf record -z`), and perf's ordering of
 //! events by time across per-CPU buffers (flushed at FINISHED_ROUND like perf does).
+//! `stacks` reads the same records with their callchains and the process events (mmap,
+//! fork, exit) for the native CPU fold.
 
 mod header;
+pub mod stacks;
 
 use crate::profile::offcpu::script::{Fields, Record, Sample};
 use header::*;
@@ -25,6 +28,8 @@ enum Event {
         tid: u32,
         time: u64,
         fields: Fields,
+        /// Frame-pointer callchain with perf's context markers (only when asked for).
+        callchain: Vec<u64>,
     },
     Switch {
         tid: u32,
@@ -36,14 +41,33 @@ enum Event {
         time: u64,
         comm: String,
     },
+    Mmap {
+        pid: u32,
+        time: u64,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        filename: String,
+    },
+    /// FORK (`exit` false) and EXIT records.
+    Task {
+        pid: u32,
+        ppid: u32,
+        tid: u32,
+        ptid: u32,
+        time: u64,
+        exit: bool,
+    },
 }
 
 impl Event {
     fn time(&self) -> u64 {
         match self {
-            Event::Sample { time, .. } | Event::Switch { time, .. } | Event::Comm { time, .. } => {
-                *time
-            }
+            Event::Sample { time, .. }
+            | Event::Switch { time, .. }
+            | Event::Comm { time, .. }
+            | Event::Mmap { time, .. }
+            | Event::Task { time, .. } => *time,
         }
     }
 }
@@ -85,9 +109,15 @@ fn trailer_tid_time(body: &[u8], sample_type: u64) -> (Option<u32>, u64) {
     (tid, time)
 }
 
-fn decode(kind: u32, misc: u16, body: &[u8], layout: &Layout) -> io::Result<Option<Event>> {
+fn decode(
+    kind: u32,
+    misc: u16,
+    body: &[u8],
+    layout: &Layout,
+    callchains: bool,
+) -> io::Result<Option<Event>> {
     match kind {
-        RECORD_SAMPLE => decode_sample(body, layout).map(Some),
+        RECORD_SAMPLE => decode_sample(body, layout, callchains).map(Some),
         RECORD_SWITCH | RECORD_SWITCH_CPU_WIDE => {
             let (tid, time) = trailer_tid_time(body, layout.trailer_type());
             Ok(tid.map(|tid| Event::Switch {
@@ -106,11 +136,44 @@ fn decode(kind: u32, misc: u16, body: &[u8], layout: &Layout) -> io::Result<Opti
             let (_, time) = trailer_tid_time(body, layout.trailer_type());
             Ok(Some(Event::Comm { tid, time, comm }))
         }
+        RECORD_MMAP | RECORD_MMAP2 if callchains => {
+            let mut c = Cursor::new(body);
+            let pid = c.u32()?;
+            let _tid = c.u32()?;
+            let (start, len, pgoff) = (c.u64()?, c.u64()?, c.u64()?);
+            if kind == RECORD_MMAP2 {
+                // device and inode (or a build id), then prot and flags
+                c.skip(24 + 8)?;
+            }
+            let filename = read_cstr(&mut c)?;
+            let (_, time) = trailer_tid_time(body, layout.trailer_type());
+            Ok(Some(Event::Mmap {
+                pid,
+                time,
+                start,
+                len,
+                pgoff,
+                filename,
+            }))
+        }
+        RECORD_FORK | RECORD_EXIT if callchains => {
+            let mut c = Cursor::new(body);
+            let (pid, ppid, tid, ptid) = (c.u32()?, c.u32()?, c.u32()?, c.u32()?);
+            let (_, time) = trailer_tid_time(body, layout.trailer_type());
+            Ok(Some(Event::Task {
+                pid,
+                ppid,
+                tid,
+                ptid,
+                time,
+                exit: kind == RECORD_EXIT,
+            }))
+        }
         _ => Ok(None),
     }
 }
 
-fn decode_sample(body: &[u8], layout: &Layout) -> io::Result<Event> {
+fn decode_sample(body: &[u8], layout: &Layout, callchains: bool) -> io::Result<Event> {
     // Which event: perf puts the id first (IDENTIFIER) when the events' layouts differ,
     // else at the ID position, which all its events then share.
     let common = layout.trailer_type();
@@ -171,12 +234,19 @@ fn decode_sample(body: &[u8], layout: &Layout) -> io::Result<Event> {
             "samples with read values are not supported by the fast reader",
         ));
     }
+    let mut callchain = Vec::new();
     if st & SAMPLE_CALLCHAIN != 0 {
         let nr = c.u64()? as usize;
-        c.skip(
+        let ips = c.take(
             nr.checked_mul(8)
                 .ok_or_else(|| invalid("callchain too long"))?,
         )?;
+        if callchains {
+            callchain = ips
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .collect();
+        }
     }
     let mut fields = Fields::default();
     if st & SAMPLE_RAW != 0 && attr.kind == PERF_TYPE_TRACEPOINT {
@@ -194,6 +264,7 @@ fn decode_sample(body: &[u8], layout: &Layout) -> io::Result<Event> {
         tid,
         time,
         fields,
+        callchain,
     })
 }
 
@@ -231,6 +302,57 @@ pub fn for_each_record<F>(path: &Path, mut on_record: F) -> io::Result<u64>
 where
     F: FnMut(Record<'_>),
 {
+    let mut comms: HashMap<u32, String> = HashMap::new();
+    let mut count = 0u64;
+    read_events(path, false, |event, layout| match event {
+        Event::Comm { tid, comm, .. } => {
+            comms.insert(tid, comm);
+        }
+        Event::Switch { tid, time, out } => {
+            count += 1;
+            on_record(Record::Switch {
+                tid,
+                time_ns: time,
+                out,
+            });
+        }
+        Event::Sample {
+            attr,
+            pid,
+            tid,
+            time,
+            fields,
+            ..
+        } => {
+            count += 1;
+            let comm = comms.get(&tid).map(String::as_str).unwrap_or("[unknown]");
+            let name = layout
+                .attrs
+                .get(attr)
+                .map(|a| a.name.as_str())
+                .unwrap_or("unknown");
+            on_record(Record::Sample(Sample {
+                comm,
+                pid,
+                tid,
+                time_ns: time,
+                event: name,
+                trace: "",
+                frames: &[],
+                fields: Some(fields),
+            }));
+        }
+        Event::Mmap { .. } | Event::Task { .. } => {}
+    })?;
+    Ok(count)
+}
+
+/// Reads the records of `path` and hands them to `on_event` in perf's time order;
+/// `callchains` also decodes sample callchains and the mmap, fork and exit records.
+fn read_events<F>(path: &Path, callchains: bool, mut on_event: F) -> io::Result<()>
+where
+    F: FnMut(Event, &Layout),
+{
     let mut file = File::open(path)?;
     let (layout, data_off, data_size) = read_layout(&mut file)?;
     let len = file.metadata()?.len();
@@ -243,12 +365,12 @@ where
     let mut reader = BufReader::with_capacity(1 << 20, file.take(data_size));
 
     let mut state = Emitter {
-        comms: HashMap::new(),
         pending: Vec::new(),
         flush_limit: 0,
         round_max: 0,
-        count: 0,
+        callchains,
     };
+    let mut emit = |event: Event| on_event(event, &layout);
     let mut decompressor: Option<zstd::stream::raw::Decoder<'static>> = None;
     let mut inflated: Vec<u8> = Vec::new();
     let mut header = [0u8; 8];
@@ -281,19 +403,19 @@ where
                     None => decompressor.insert(zstd::stream::raw::Decoder::new()?),
                 };
                 inflate(decoder, &body, &mut inflated)?;
-                let used = state.take_records(&inflated, &layout, &mut on_record)?;
+                let used = state.take_records(&inflated, &layout, &mut emit)?;
                 inflated.drain(..used);
             }
-            RECORD_FINISHED_ROUND => state.finish_round(&layout, &mut on_record),
+            RECORD_FINISHED_ROUND => state.finish_round(&mut emit),
             _ => {
-                if let Some(event) = decode(kind, misc, &body, &layout)? {
+                if let Some(event) = decode(kind, misc, &body, &layout, callchains)? {
                     state.push(event);
                 }
             }
         }
     }
-    state.flush_all(&layout, &mut on_record);
-    Ok(state.count)
+    state.flush_all(&mut emit);
+    Ok(())
 }
 
 /// Most decompressed bytes held at once: perf compresses one ring-buffer read per record
@@ -346,11 +468,10 @@ fn inflate(
 
 /// Holds decoded events until perf's round protocol says they can be emitted in order.
 struct Emitter {
-    comms: HashMap<u32, String>,
     pending: Vec<Event>,
     flush_limit: u64,
     round_max: u64,
-    count: u64,
+    callchains: bool,
 }
 
 impl Emitter {
@@ -360,11 +481,11 @@ impl Emitter {
     }
 
     /// Whole records out of decompressed bytes; returns the bytes used.
-    fn take_records<F: FnMut(Record<'_>)>(
+    fn take_records<F: FnMut(Event)>(
         &mut self,
         bytes: &[u8],
         layout: &Layout,
-        on_record: &mut F,
+        emit: &mut F,
     ) -> io::Result<usize> {
         let mut at = 0;
         while bytes.len() - at >= 8 {
@@ -380,8 +501,8 @@ impl Emitter {
             }
             let body = &bytes[at + 8..at + size];
             if kind == RECORD_FINISHED_ROUND {
-                self.finish_round(layout, on_record);
-            } else if let Some(event) = decode(kind, misc, body, layout)? {
+                self.finish_round(emit);
+            } else if let Some(event) = decode(kind, misc, body, layout, self.callchains)? {
                 self.push(event);
             }
             at += size;
@@ -391,67 +512,21 @@ impl Emitter {
 
     /// perf's rule: at the end of a round, everything up to the previous round's latest
     /// timestamp is complete and can go out sorted.
-    fn finish_round<F: FnMut(Record<'_>)>(&mut self, layout: &Layout, on_record: &mut F) {
+    fn finish_round<F: FnMut(Event)>(&mut self, emit: &mut F) {
         let limit = self.flush_limit;
         self.flush_limit = self.round_max;
+        // Stable: records of one time keep their order in the file.
         self.pending.sort_by_key(Event::time);
         let split = self.pending.partition_point(|e| e.time() <= limit);
-        let ready: Vec<Event> = self.pending.drain(..split).collect();
-        for event in ready {
-            self.emit(event, layout, on_record);
+        for event in self.pending.drain(..split) {
+            emit(event);
         }
     }
 
-    fn flush_all<F: FnMut(Record<'_>)>(&mut self, layout: &Layout, on_record: &mut F) {
+    fn flush_all<F: FnMut(Event)>(&mut self, emit: &mut F) {
         self.pending.sort_by_key(Event::time);
-        let ready: Vec<Event> = std::mem::take(&mut self.pending);
-        for event in ready {
-            self.emit(event, layout, on_record);
-        }
-    }
-
-    fn emit<F: FnMut(Record<'_>)>(&mut self, event: Event, layout: &Layout, on_record: &mut F) {
-        match event {
-            Event::Comm { tid, comm, .. } => {
-                self.comms.insert(tid, comm);
-            }
-            Event::Switch { tid, time, out } => {
-                self.count += 1;
-                on_record(Record::Switch {
-                    tid,
-                    time_ns: time,
-                    out,
-                });
-            }
-            Event::Sample {
-                attr,
-                pid,
-                tid,
-                time,
-                fields,
-            } => {
-                self.count += 1;
-                let comm = self
-                    .comms
-                    .get(&tid)
-                    .map(String::as_str)
-                    .unwrap_or("[unknown]");
-                let name = layout
-                    .attrs
-                    .get(attr)
-                    .map(|a| a.name.as_str())
-                    .unwrap_or("unknown");
-                on_record(Record::Sample(Sample {
-                    comm,
-                    pid,
-                    tid,
-                    time_ns: time,
-                    event: name,
-                    trace: "",
-                    frames: &[],
-                    fields: Some(fields),
-                }));
-            }
+        for event in self.pending.drain(..) {
+            emit(event);
         }
     }
 }

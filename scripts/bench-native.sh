@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Benchmark (not a test; prints figures, asserts nothing): the native fold of a perf.data
+# (read and symbolized by devprof) against `perf script | devprof fold -`, on the same file:
+# a SECONDS-long (default 60) 999 Hz frame-pointer capture of demo-seq made by devprof.
+# Both run on this host against a copy of the container's files (--symfs), each RUNS times
+# (default 3), timed by /usr/bin/time -v (wall, peak RSS of the largest process). The
+# sample totals of both folds are printed, with the share of samples whose stacks agree.
+#
+#   scripts/bench-native.sh [SECONDS] [RUNS]
+# Environment: BENCH_TARGET (default demo-seq), BENCH_DATA (an existing perf.data to use
+# instead of capturing; its container's files must still be those of BENCH_TARGET),
+# BENCH_SYMFS (where the recorded files are, instead of a copy of BENCH_TARGET's: `/` for a
+# perf.data recorded on this host).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+SECONDS_="${1:-60}"; RUNS="${2:-3}"
+TARGET="${BENCH_TARGET:-demo-seq}"
+BIN="${DEVPROF_BIN:-$(pwd)/target/release/devprof}"
+[ -x "$BIN" ] || cargo build --release --locked -q -p devprof
+WORK="$(mktemp -d /tmp/devprof-bench-native.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+
+DATA="${BENCH_DATA:-}"
+if [ -z "$DATA" ]; then
+  echo "capturing $SECONDS_ s of $TARGET at 999 Hz (fp) ..." >&2
+  "$BIN" --output-dir "$WORK/store" cpu "$TARGET" "${SECONDS_}s" -F 999 --call-graph fp --fold native --json > "$WORK/capture.json"
+  DATA="$(find "$WORK/store" -name '*.data' | head -1)"
+fi
+ROOT="${BENCH_SYMFS:-$WORK/root}"
+if [ -z "${BENCH_SYMFS:-}" ]; then
+  echo "copying the files of $TARGET the stacks point into ..." >&2
+  mkdir -p "$ROOT"
+  docker export "$TARGET" | tar -x -C "$ROOT" --wildcards 'usr/local/bin/*' 'usr/lib/*' 'lib*' 'usr/bin/*' 2>/dev/null || true
+fi
+
+measure() { # name, command... -> "wall_s peak_mb"
+  local name="$1"; shift
+  /usr/bin/time -v -o "$WORK/$name.time" "$@" > /dev/null 2> "$WORK/$name.err"
+  awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = t[n] + (n > 1 ? t[n-1] * 60 : 0) + (n > 2 ? t[n-2] * 3600 : 0) }
+              /Maximum resident set size/ { rss = $2 / 1024 }
+              /User time|System time/ { cpu += $2 }
+              END { printf "%.2f %.1f %.2f\n", s, rss, cpu }' "$WORK/$name.time"
+}
+
+SCRIPT=(perf script -i "$DATA" --symfs "$ROOT" --kallsyms /proc/kallsyms -F comm,pid,tid,time,event,ip,sym,dso --no-inline)
+cat > "$WORK/script.sh" <<SH
+set -o pipefail
+${SCRIPT[*]} 2>/dev/null | "$BIN" fold - -o "$WORK/script.folded"
+SH
+echo "perf.data: $(du -h "$DATA" | cut -f1), load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+printf '%-28s %8s %9s %8s\n' "run" "wall s" "peak MB" "cpu s"
+for i in $(seq "$RUNS"); do
+  read -r w r c < <(measure "native$i" "$BIN" fold "$DATA" --symfs "$ROOT" -o "$WORK/native.folded")
+  printf '%-28s %8s %9s %8s\n' "native #$i" "$w" "$r" "$c"; echo "$w $r $c" >> "$WORK/native.runs"
+  read -r w r c < <(measure "script$i" bash "$WORK/script.sh")
+  printf '%-28s %8s %9s %8s\n' "perf script | fold #$i" "$w" "$r" "$c"; echo "$w $r $c" >> "$WORK/script.runs"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$WORK/native.runs" "$WORK/script.runs" "$WORK/native.folded" "$WORK/script.folded" <<'PY'
+import statistics, sys
+def runs(p):
+    rows = [tuple(map(float, l.split())) for l in open(p) if l.strip()]
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+(nw, nr, nc), (sw, sr, sc) = runs(sys.argv[1]), runs(sys.argv[2])
+med = statistics.median
+print(f"native       wall median {med(nw):.2f} s (min {min(nw):.2f}, max {max(nw):.2f}), cpu median {med(nc):.2f} s, peak {max(nr):.0f} MB")
+print(f"perf script  wall median {med(sw):.2f} s (min {min(sw):.2f}, max {max(sw):.2f}), cpu median {med(sc):.2f} s, peak {max(sr):.0f} MB")
+print(f"native is {med(sw) / med(nw):.1f}x faster in wall time (median; {min(sw) / max(nw):.1f}x to {max(sw) / min(nw):.1f}x over the runs), {med(sc) / med(nc):.1f}x in CPU time")
+def counts(p):
+    out = {}
+    for l in open(p):
+        s, n = l.rstrip("\n").rsplit(" ", 1)
+        out[s] = out.get(s, 0) + int(n)
+    return out
+a, b = counts(sys.argv[3]), counts(sys.argv[4])
+ta, tb = sum(a.values()), sum(b.values())
+same = sum(min(n, a.get(s, 0)) for s, n in b.items())
+print(f"samples: native {ta}, perf script {tb}; identical stacks for {100 * same / max(tb, 1):.1f}% of perf script's samples")
+PY
