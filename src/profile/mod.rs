@@ -16,6 +16,7 @@ pub mod perfscript;
 pub mod pyspy;
 pub mod stacks;
 pub mod stat;
+pub mod stat_diff;
 pub mod timeline;
 pub mod top;
 

@@ -8,7 +8,8 @@ pub mod loader;
 pub mod manifest;
 
 pub use manifest::{
-    file_size, ContainerRecord, FileRecord, GraphRecord, Manifest, PerfRecord, ProcessRecord,
+    file_size, CommandRecord, ContainerRecord, FileRecord, GraphRecord, Manifest, PerfRecord,
+    ProcessRecord,
 };
 
 use crate::error::{Error, Result};
