@@ -117,31 +117,44 @@ impl Launch<'_> {
 }
 
 /// Shell text that runs `argv` with exactly the environment of `pid` (read NUL-separated
-/// from /proc by xargs, so values with spaces or newlines survive). With `files`
-/// (pidfile, rc file): the process that runs `argv` writes its pid to the pidfile first,
-/// and its exit status goes to the rc file (xargs itself folds statuses into 123).
+/// from /proc by xargs, so values with spaces or newlines survive). The environment passes
+/// through a command line only inside `env -i`, which replaces itself at once: it never
+/// stays visible in the container's process list. With `files` (pidfile, rc file): the
+/// process that runs `argv` writes its pid to the pidfile first, and its exit status goes
+/// to the rc file (xargs itself folds statuses into 123).
 fn in_process_env(pid: u32, argv: &[String], files: Option<(&str, &str)>) -> String {
-    // xargs appends the environment after the fixed arguments; the inner shell rotates
-    // the first n (argv) behind them, so `env -i` sees NAME=VALUE... then argv.
-    let rotate =
-        "n=$1; shift; i=0; while [ $i -lt $n ]; do set -- \"$@\" \"$1\"; shift; i=$((i+1)); done; ";
-    let inner = match files {
-        Some((pidfile, rcfile)) => format!(
-            // xargs runs its command again when the arguments overflow one command line:
-            // the guard makes sure the command itself runs once.
-            "{rotate}( set -C; : > {once} ) 2>/dev/null || exit 125; \
-             sh -c 'echo $$ > \"$0\"; exec \"$@\"' {pidfile} env -i \"$@\"; echo $? > {rcfile}",
-            once = quote(&format!("{rcfile}.once")),
-            pidfile = quote(pidfile),
-            rcfile = quote(rcfile),
+    let mut fixed: Vec<String> = Vec::new();
+    if let Some((pidfile, rcfile)) = files {
+        fixed.extend([
+            "sh".into(),
+            "-c".into(),
+            "p=$1; r=$2; shift 2; sh -c 'echo $$ > \"$0\"; exec \"$@\"' \"$p\" \"$@\"; echo $? > \"$r\"".into(),
+            "sh".into(),
+            pidfile.into(),
+            rcfile.into(),
+        ]);
+    }
+    fixed.extend(argv.iter().cloned());
+    let guard = match files {
+        // xargs runs its command again when the arguments overflow one command line:
+        // the guard makes sure the command itself runs once.
+        Some((_, rcfile)) => format!(
+            "( set -C; : > {} ) 2>/dev/null || exit 125; ",
+            quote(&format!("{rcfile}.once"))
         ),
-        None => format!("{rotate}exec env -i \"$@\""),
+        None => String::new(),
     };
+    // xargs appends the environment after the fixed arguments; the inner shell rotates
+    // the first n behind them, so `env -i` sees NAME=VALUE... then the command.
+    let inner = format!(
+        "n=$1; shift; i=0; while [ $i -lt $n ]; do set -- \"$@\" \"$1\"; shift; i=$((i+1)); done; \
+         {guard}exec env -i \"$@\""
+    );
     format!(
         "xargs -0 sh -c {inner} sh {n} {args} < /proc/{pid}/environ",
         inner = quote(&inner),
-        n = argv.len(),
-        args = argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "),
+        n = fixed.len(),
+        args = fixed.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "),
     )
 }
 

@@ -345,6 +345,8 @@ async fn record_and_analyse<E: Engine>(
         manifest.duration_requested_s = 0.0;
         match run.exit_status {
             Some(0) => {}
+            // After Ctrl-C the command ends by the signal devprof sent it.
+            Some(_) if recording.interrupted => {}
             Some(status) => warnings.push(format!(
                 "the command exited with status {}; the profile covers its run{}",
                 command::status_words(status),
