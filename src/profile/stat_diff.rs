@@ -498,6 +498,31 @@ mod tests {
         assert!(compare(&r, 0.0, &r, 0.0).is_err());
     }
 
+    /// Two real captures of `stat --repeat 3 -e task-clock,page-faults,context-switches,cycles
+    /// -- sh -c <a 20,000-step shell loop>` (demo-py, a VM without a PMU).
+    #[test]
+    fn golden_repeat_captures() {
+        let read = |text: &str| -> StatRecord { serde_json::from_str(text).unwrap() };
+        let before = read(include_str!("../../tests/data/stat/repeat3-before.json"));
+        let after = read(include_str!("../../tests/data/stat/repeat3-after.json"));
+        let d = compare(&before, 0.0, &after, 0.0).unwrap();
+        assert!(d.notes.is_empty(), "{:?}", d.notes);
+        let t = d.changes.iter().find(|c| c.event == "task-clock").unwrap();
+        // task-clock per run: 53.87, 56.49, 53.30 then 54.17, 55.32, 54.49 ms.
+        let (b, a) = (t.before.unwrap(), t.after.unwrap());
+        assert!((b.mean - 54.553_333).abs() < 1e-5 && (a.mean - 54.66).abs() < 1e-9);
+        assert!((b.stddev.unwrap() - 1.701_245).abs() < 1e-5);
+        assert!((t.change.unwrap() - 0.106_667).abs() < 1e-5);
+        // The same loop twice: the change is well inside the noise of three runs.
+        assert_eq!(t.verdict, Verdict::WithinNoise);
+        assert!((t.ci95.unwrap() - 4.476_315).abs() < 1e-5);
+        let cycles = d.changes.iter().find(|c| c.event == "cycles").unwrap();
+        assert_eq!(cycles.verdict, Verdict::NotComparable);
+        assert_eq!(cycles.change, None);
+        let wall = d.changes.iter().find(|c| c.event == "wall time").unwrap();
+        assert_eq!(wall.before.unwrap().runs, 3);
+    }
+
     #[test]
     fn t_table() {
         assert_eq!(t95(1.0), 12.706);
