@@ -242,18 +242,7 @@ fn cpu_command_run_bad_input_fails_clearly_and_writes_nothing() {
             "a command runs inside the target container",
         ),
     ];
-    for (args, message) in cases {
-        devprof(cwd.path())
-            .args(args)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(message));
-    }
-    assert!(
-        files_under(cwd.path()).is_empty(),
-        "{:?}",
-        files_under(cwd.path())
-    );
+    assert_usage_errors_write_nothing(cwd.path(), &cases);
 }
 
 const FIXED_WORK: &str = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done";

@@ -80,6 +80,19 @@ fn events_arg(settings: &StatSettings) -> String {
     settings.events.join(",")
 }
 
+/// `perf stat -x, -o CSV -e EVENTS`: what both forms count with.
+fn perf_stat(target: &Target<PerfReady>, settings: &StatSettings, csv: &str) -> Vec<String> {
+    vec![
+        target.ready.perf.path.clone(),
+        "stat".into(),
+        "-x,".into(),
+        "-o".into(),
+        csv.to_string(),
+        "-e".into(),
+        events_arg(settings),
+    ]
+}
+
 async fn check_events(target: &Target<PerfReady>, settings: &StatSettings) -> Result<()> {
     let perf = &target.ready.perf.path;
     let pid = target.process.pid.to_string();
@@ -170,21 +183,15 @@ async fn count_window(
     stem: &Stem,
 ) -> Result<StatOutcome> {
     let csv_path = format!("{workdir}/stat.csv");
-    let argv: Vec<String> = vec![
-        target.ready.perf.path.clone(),
-        "stat".into(),
-        "-x,".into(),
-        "-o".into(),
-        csv_path.clone(),
-        "-e".into(),
-        events_arg(settings),
+    let mut argv = perf_stat(target, settings, &csv_path);
+    argv.extend([
         "-p".into(),
         target.process.pid.to_string(),
         // --timeout rather than `-- sleep N`: perf stat ignores SIGINT while a workload
         // runs, and Ctrl-C must end the window early with the counts so far.
         "--timeout".into(),
         duration.as_millis().to_string(),
-    ];
+    ]);
     let label = format!(
         "counting {} ({} events)",
         target.container.name,
@@ -248,15 +255,7 @@ async fn count_runs(
             return Err(Error::Interrupted);
         }
         let csv_path = format!("{workdir}/run-{i}.csv");
-        let tool: Vec<String> = vec![
-            target.ready.perf.path.clone(),
-            "stat".into(),
-            "-x,".into(),
-            "-o".into(),
-            csv_path.clone(),
-            "-e".into(),
-            events_arg(settings),
-        ];
+        let tool = perf_stat(target, settings, &csv_path);
         let name = format!("run-{i}");
         let launch = Launch {
             pid: target.process.pid,
