@@ -251,19 +251,8 @@ fn stat_bad_input_fails_clearly_and_writes_nothing() {
             "at least 1",
         ),
     ];
-    for (args, message) in cases {
-        devprof(cwd.path())
-            .args(args)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(message));
-    }
-    // Every check above runs before devprof makes anything, here or in the container.
-    assert!(
-        files_under(cwd.path()).is_empty(),
-        "{:?}",
-        files_under(cwd.path())
-    );
+    // Every check runs before devprof makes anything, here or in the container.
+    assert_usage_errors_write_nothing(cwd.path(), &cases);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! may record it, record for the window, let the engine turn its output into folded stacks,
 //! then write the folded stacks, the flamegraph and the manifest.
 
+use super::command::{self, Launch, RunAs};
 use super::manifest::{manifest_for, subtitle, ManifestBase, Sampling};
 use super::session::{cleanup_workdir, make_workdir, record, Window};
 use super::{find_target, jit, locate, Located, Target};
@@ -18,7 +19,7 @@ use crate::runtime::{
 };
 use crate::settings::{CallGraph, CaptureMode, CpuSettings, EngineChoice};
 use crate::signals::Interrupts;
-use crate::store::{self, GraphRecord, Manifest, Stem};
+use crate::store::{self, CommandRecord, GraphRecord, Manifest, Stem};
 use crate::text::first_line;
 use crate::units::{human_duration, thousands};
 use chrono::Local;
@@ -228,6 +229,15 @@ async fn capture_with<E: Engine>(
     if interrupts.pending() {
         return Err(Error::Interrupted);
     }
+    // A command is checked (found on the process's PATH, a way to run it as the process's
+    // user) before anything is made in the container or the store.
+    let run_as = match &settings.command {
+        Some(command) => Some(command::prepare_for(target, &command[0]).await?),
+        None => None,
+    };
+    if interrupts.pending() {
+        return Err(Error::Interrupted);
+    }
     let workdir = make_workdir(&target.shell).await?;
     let job = RecordJob {
         pid: target.process.pid,
@@ -238,7 +248,9 @@ async fn capture_with<E: Engine>(
         process: target.process_facts.clone(),
     };
     let result = match engine.stage(&target.ready, &target.shell, &job).await {
-        Ok(()) => record_and_analyse(engine, target, &job, settings, interrupts).await,
+        Ok(()) => {
+            record_and_analyse(engine, target, &job, run_as.as_ref(), settings, interrupts).await
+        }
         Err(e) => Err(e),
     };
     // Always, success or not: no profiler still sampling, no recorder process and no temp
@@ -254,6 +266,7 @@ async fn record_and_analyse<E: Engine>(
     engine: &E,
     target: &Target<E::Ready>,
     job: &RecordJob,
+    run_as: Option<&RunAs>,
     settings: &CpuSettings,
     interrupts: &mut Interrupts,
 ) -> Result<CpuOutcome> {
@@ -279,23 +292,68 @@ async fn record_and_analyse<E: Engine>(
         eprintln!("warning: {warning}");
     }
 
-    let RecordCommand {
-        argv: record_argv,
-        user,
-    } = engine.record_command(ready, job);
-    let label = format!("recording {container} ({} Hz {event})", settings.frequency);
+    let cwd = target.process_facts.cwd.as_deref().unwrap_or("/");
+    let run = settings.command.as_deref().zip(run_as);
+    let (record_argv, user, label) = match run {
+        Some((command, _)) => {
+            let tool = engine.command_record(ready, job).ok_or_else(|| {
+                Error::Usage(format!("{} cannot record a command run", engine.name()))
+            })?;
+            let label = format!(
+                "recording `{}` in {container} ({} Hz {event})",
+                command::display(command),
+                settings.frequency
+            );
+            (tool, None, label)
+        }
+        None => {
+            let RecordCommand { argv, user } = engine.record_command(ready, job);
+            let label = format!("recording {container} ({} Hz {event})", settings.frequency);
+            (argv, user, label)
+        }
+    };
+    // A command run: perf runs it through the launch (the process's environment, working
+    // directory and user); the manifest keeps perf's own words and the command, never the
+    // environment, which only the container sees.
+    let launch = run.map(|(command, run_as)| Launch {
+        pid: target.process.pid,
+        cwd,
+        run_as,
+        workdir,
+        tool: &record_argv,
+        command,
+        name: "command",
+    });
+    let exec_argv = match &launch {
+        Some(l) => l.argv(),
+        None => record_argv.clone(),
+    };
     let watch = target.watch();
     let window = Window {
-        argv: &record_argv,
+        argv: &exec_argv,
         duration: settings.duration,
         label: &label,
         notes: &notes,
         user: user.as_deref(),
         watch: &watch,
+        until_command_ends: launch.is_some(),
     };
     let window_start = Instant::now();
     let recording = record(&target.shell, workdir, &window, interrupts, &stem).await?;
     timings.insert("record".to_string(), recording.elapsed.as_millis() as u64);
+    let command_record = match &launch {
+        Some(l) => {
+            let end = command::read_status(&target.shell, l).await;
+            Some(CommandRecord {
+                argv: l.command.to_vec(),
+                exit_status: end.map(|e| e.exit_status),
+                wall_s: end.map_or(recording.elapsed.as_secs_f64(), |e| e.wall_s),
+                user: l.run_as.text(),
+                cwd: cwd.to_string(),
+            })
+        }
+        None => None,
+    };
 
     let mut manifest = manifest_for(
         target,
@@ -323,6 +381,30 @@ async fn record_and_analyse<E: Engine>(
         manifest.notes.push(note.to_string());
     }
     let mut warnings = Vec::new();
+    if let Some(run) = &command_record {
+        manifest.perf.record_command.push("--".into());
+        manifest
+            .perf
+            .record_command
+            .extend(run.argv.iter().cloned());
+        manifest.duration_recorded_s = run.wall_s;
+        manifest.duration_requested_s = 0.0;
+        match run.exit_status {
+            Some(0) => {}
+            // After Ctrl-C the command ends by the signal devprof sent it.
+            Some(_) if recording.interrupted => {}
+            Some(status) => warnings.push(format!(
+                "the command exited with status {}; the profile covers its run{}",
+                command::status_words(status),
+                command::output_tail(&recording.output.stderr, 5)
+            )),
+            None if recording.interrupted => {}
+            None => {
+                warnings.push("the command's exit status is unknown (its run was cut short)".into())
+            }
+        }
+        manifest.command = command_record.clone();
+    }
     if let Some(at) = recording.process_exited {
         warnings.push(format!(
             "pid {} exited at T+{} s; the profile covers the window until then",
@@ -391,10 +473,16 @@ async fn record_and_analyse<E: Engine>(
                 )),
                 None => None,
             },
-            hint: format!(
-                "pid {} ({}) may be idle or may have exited; check it is busy, or pick another process with --process/--pid",
-                target.process.pid, target.process.cmdline
-            ),
+            hint: match &command_record {
+                Some(run) => format!(
+                    "the command ran for {:.2} s and used too little CPU to be sampled at {} Hz; give it more work, or raise --frequency",
+                    run.wall_s, settings.frequency
+                ),
+                None => format!(
+                    "pid {} ({}) may be idle or may have exited; check it is busy, or pick another process with --process/--pid",
+                    target.process.pid, target.process.cmdline
+                ),
+            },
         });
     }
 

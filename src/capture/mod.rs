@@ -4,6 +4,7 @@
 //! (perf tracepoints), `heap` (jemalloc dumps, no engine). Analysis is in `profile`, files
 //! in `store`, the engines in `engines`.
 
+pub mod command;
 pub mod cpu;
 pub mod gate;
 pub mod heap;

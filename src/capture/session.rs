@@ -127,6 +127,10 @@ pub struct Window<'a> {
     pub user: Option<&'a str>,
     /// The target, watched during the window.
     pub watch: &'a Watch,
+    /// `argv` runs a command to its end (`cpu -- CMD`): no fixed window (`duration` is only
+    /// a limit), the target process may come and go, and Ctrl-C stops the command, after
+    /// which perf ends by itself.
+    pub until_command_ends: bool,
 }
 
 pub use crate::store::ARTIFACT_EXTENSIONS;
@@ -148,6 +152,7 @@ pub async fn record(
         notes,
         user,
         watch,
+        until_command_ends,
     } = *window;
     let record_script = format!(
         "echo $$ > {pidfile}; echo {START_MARKER}; exec {cmd}",
@@ -191,13 +196,19 @@ pub async fn record(
     }
     let _ = go.send(());
     let started = Instant::now();
-    let bar = progress::capture_bar(duration, label);
+    let bar = if until_command_ends {
+        progress::spinner(label)
+    } else {
+        progress::capture_bar(duration, label)
+    };
     // Without a terminal there is no bar: one line in the log says when the window opens.
     if bar.is_hidden() {
-        progress::note(
-            None,
-            &format!("{label}: {} window started", human_duration(duration)),
-        );
+        let opened = if until_command_ends {
+            format!("{label}: started")
+        } else {
+            format!("{label}: {} window started", human_duration(duration))
+        };
+        progress::note(None, &opened);
     }
     for note in notes {
         progress::note(Some(&bar), &format!("note: {note}"));
@@ -208,7 +219,7 @@ pub async fn record(
     let soft_deadline = tokio::time::sleep(duration + grace);
     tokio::pin!(soft_deadline);
     let mut hard_deadline: Option<Instant> = None;
-    let stopped = watch.until_stopped(started, true);
+    let stopped = watch.until_stopped(started, !until_command_ends);
     tokio::pin!(stopped);
     let mut watching = true;
     let mut stop_requested: Option<Instant> = None;
@@ -230,7 +241,12 @@ pub async fn record(
                     return Err(Error::Interrupted);
                 }
                 stop_requested = Some(Instant::now());
-                bar.set_message("stopping the recorder (Ctrl-C again aborts)");
+                if until_command_ends {
+                    bar.set_message("stopping the command (Ctrl-C again aborts)");
+                    super::command::stop_command(shell, workdir).await;
+                } else {
+                    bar.set_message("stopping the recorder (Ctrl-C again aborts)");
+                }
                 stop_recorder(shell, workdir).await;
             }
             stop = &mut stopped, if watching => {
@@ -270,8 +286,10 @@ pub async fn record(
                         ),
                     });
                 }
-                let tenths = (started.elapsed().as_millis() / 100) as u64;
-                bar.set_position(tenths.min(bar.length().unwrap_or(tenths)));
+                if !until_command_ends {
+                    let tenths = (started.elapsed().as_millis() / 100) as u64;
+                    bar.set_position(tenths.min(bar.length().unwrap_or(tenths)));
+                }
             }
         }
     };
@@ -296,7 +314,8 @@ pub async fn record(
     }
     bar.finish_and_clear();
     let elapsed = started.elapsed();
-    if stop_requested.is_none()
+    if !until_command_ends
+        && stop_requested.is_none()
         && process_exited.is_none()
         && elapsed + Duration::from_secs(1) < duration
         && !watch.process_alive().await

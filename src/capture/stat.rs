@@ -3,6 +3,7 @@
 //! directory). Counters, derived readings and run times go into the manifest
 //! (`stat-<time>.json`), perf's own CSV beside it.
 
+use super::command::{self, Launch, RunAs, RunEnd};
 use super::manifest::{manifest_for, ManifestBase};
 use super::session::{cleanup_workdir, make_workdir, record, Window};
 use super::{find_target, locate, Target};
@@ -62,20 +63,34 @@ async fn stat_with(
 ) -> Result<StatOutcome> {
     // perf names an event it does not know before anything is counted or written.
     check_events(target, settings).await?;
-    if let StatSource::Command { argv, .. } = &settings.source {
-        check_command(target, &argv[0]).await?;
-    }
+    let run_as = match &settings.source {
+        StatSource::Command { argv, .. } => Some(command::prepare_for(target, &argv[0]).await?),
+        StatSource::Window(_) => None,
+    };
     if interrupts.pending() {
         return Err(Error::Interrupted);
     }
     let workdir = make_workdir(&target.shell).await?;
-    let result = count(target, settings, &workdir, interrupts).await;
+    let result = count(target, settings, run_as.as_ref(), &workdir, interrupts).await;
     cleanup_workdir(&target.shell, &workdir).await;
     result
 }
 
 fn events_arg(settings: &StatSettings) -> String {
     settings.events.join(",")
+}
+
+/// `perf stat -x, -o CSV -e EVENTS`: what both forms count with.
+fn perf_stat(target: &Target<PerfReady>, settings: &StatSettings, csv: &str) -> Vec<String> {
+    vec![
+        target.ready.perf.path.clone(),
+        "stat".into(),
+        "-x,".into(),
+        "-o".into(),
+        csv.to_string(),
+        "-e".into(),
+        events_arg(settings),
+    ]
 }
 
 async fn check_events(target: &Target<PerfReady>, settings: &StatSettings) -> Result<()> {
@@ -123,38 +138,10 @@ async fn check_events(target: &Target<PerfReady>, settings: &StatSettings) -> Re
     Ok(())
 }
 
-/// The command must exist in the container, found on the process's PATH.
-async fn check_command(target: &Target<PerfReady>, program: &str) -> Result<()> {
-    let script = format!(
-        "{} sh -c 'command -v \"$1\"' sh {} >/dev/null",
-        env_prefix(target),
-        quote(program)
-    );
-    let out = target.shell.sh(&script).await?;
-    if !out.success() {
-        return Err(Error::Usage(format!(
-            "command '{program}' not found in container '{}' (looked up on the PATH of pid {})",
-            target.container.name, target.process.pid
-        )));
-    }
-    Ok(())
-}
-
-/// `cd <cwd>; env -i K=V ...`: the target process's working directory and environment.
-fn env_prefix(target: &Target<PerfReady>) -> String {
-    let facts = &target.process_facts;
-    let cwd = facts.cwd.as_deref().unwrap_or("/");
-    let vars: Vec<String> = facts
-        .env
-        .iter()
-        .map(|(k, v)| quote(&format!("{k}={v}")))
-        .collect();
-    format!("cd {} || exit 127; env -i {}", quote(cwd), vars.join(" "))
-}
-
 async fn count(
     target: &Target<PerfReady>,
     settings: &StatSettings,
+    run_as: Option<&RunAs>,
     workdir: &str,
     interrupts: &mut Interrupts,
 ) -> Result<StatOutcome> {
@@ -169,7 +156,13 @@ async fn count(
             count_window(target, settings, *duration, workdir, interrupts, &stem).await
         }
         StatSource::Command { argv, repeat } => {
-            count_runs(target, settings, argv, *repeat, workdir, interrupts, &stem).await
+            let run_as = run_as.expect("a command run was prepared");
+            let runs = Runs {
+                command: argv,
+                repeat: *repeat,
+                run_as,
+            };
+            count_runs(target, settings, &runs, workdir, interrupts, &stem).await
         }
     };
     match result {
@@ -190,21 +183,15 @@ async fn count_window(
     stem: &Stem,
 ) -> Result<StatOutcome> {
     let csv_path = format!("{workdir}/stat.csv");
-    let argv: Vec<String> = vec![
-        target.ready.perf.path.clone(),
-        "stat".into(),
-        "-x,".into(),
-        "-o".into(),
-        csv_path.clone(),
-        "-e".into(),
-        events_arg(settings),
+    let mut argv = perf_stat(target, settings, &csv_path);
+    argv.extend([
         "-p".into(),
         target.process.pid.to_string(),
         // --timeout rather than `-- sleep N`: perf stat ignores SIGINT while a workload
         // runs, and Ctrl-C must end the window early with the counts so far.
         "--timeout".into(),
         duration.as_millis().to_string(),
-    ];
+    ]);
     let label = format!(
         "counting {} ({} events)",
         target.container.name,
@@ -218,6 +205,7 @@ async fn count_window(
         notes: &[],
         user: None,
         watch: &watch,
+        until_command_ends: false,
     };
     let recording = record(&target.shell, workdir, &window, interrupts, stem).await?;
     let csv = read_file(&target.shell, &csv_path).await?;
@@ -242,44 +230,49 @@ async fn count_window(
     finish(manifest, record, stem)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A command and how often to run it, as whom.
+struct Runs<'a> {
+    command: &'a [String],
+    repeat: u32,
+    run_as: &'a RunAs,
+}
+
 async fn count_runs(
     target: &Target<PerfReady>,
     settings: &StatSettings,
-    command: &[String],
-    repeat: u32,
+    runs_of: &Runs<'_>,
     workdir: &str,
     interrupts: &mut Interrupts,
     stem: &Stem,
 ) -> Result<StatOutcome> {
+    let command = runs_of.command;
     let mut runs = Vec::new();
     let mut csv_all = String::new();
     let started = std::time::Instant::now();
-    for i in 1..=repeat {
+    let cwd = target.process_facts.cwd.as_deref().unwrap_or("/");
+    for i in 1..=runs_of.repeat {
         if interrupts.pending() {
             return Err(Error::Interrupted);
         }
         let csv_path = format!("{workdir}/run-{i}.csv");
-        let log_path = format!("{workdir}/run-{i}.log");
-        let script =
-            format!(
-            // perf's pid goes in the workdir's pidfile so that clean-up after Ctrl-C stops
-            // it (and perf stops the command it runs).
-            "s=$(date +%s%N); ({env} sh -c 'echo $$ > \"$0\"; exec \"$@\"' {pidfile} {perf} stat -x, -o {csv} -e {events} -- {cmd}) >{log} 2>&1; \
-             rc=$?; e=$(date +%s%N); echo \"devprof-run $rc $s $e\"",
-            env = env_prefix(target),
-            pidfile = quote(&format!("{workdir}/perf.pid")),
-            perf = quote(&target.ready.perf.path),
-            csv = quote(&csv_path),
-            events = quote(&events_arg(settings)),
-            cmd = command.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "),
-            log = quote(&log_path),
-        );
+        let tool = perf_stat(target, settings, &csv_path);
+        let name = format!("run-{i}");
+        let launch = Launch {
+            pid: target.process.pid,
+            cwd,
+            run_as: runs_of.run_as,
+            workdir,
+            tool: &tool,
+            command,
+            name: &name,
+        };
+        let argv = launch.argv();
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         let out = tokio::select! {
-            out = tokio::time::timeout(RUN_LIMIT, target.shell.sh(&script)) => match out {
+            out = tokio::time::timeout(RUN_LIMIT, target.shell.run(&argv)) => match out {
                 Ok(out) => out?,
                 Err(_) => {
-                    stop_command(&target.shell, workdir).await;
+                    command::stop_command(&target.shell, workdir).await;
                     return Err(Error::PerfFailed {
                         container: target.container.name.clone(),
                         step: format!("run {i}"),
@@ -288,16 +281,21 @@ async fn count_runs(
                 }
             },
             _ = interrupts.next() => {
-                stop_command(&target.shell, workdir).await;
+                command::stop_command(&target.shell, workdir).await;
                 return Err(Error::Interrupted);
             }
         };
-        let (exit_status, wall_s) =
-            parse_run_line(&out.stdout).ok_or_else(|| Error::PerfFailed {
+        let RunEnd {
+            exit_status,
+            wall_s,
+        } = command::read_status(&target.shell, &launch)
+            .await
+            .ok_or_else(|| Error::PerfFailed {
                 container: target.container.name.clone(),
                 step: format!("run {i}"),
                 detail: first_error_line(&format!("{}{}", out.stdout, out.stderr)),
             })?;
+        let log_path = launch.log_path();
         let csv = read_file(&target.shell, &csv_path)
             .await
             .unwrap_or_default();
@@ -340,34 +338,6 @@ async fn count_runs(
         runs,
     };
     finish(manifest, record, stem)
-}
-
-/// Ends the command perf runs (perf's children, by parent pid from /proc), so the
-/// workdir's clean-up, which stops perf itself, leaves nothing running.
-async fn stop_command(shell: &Shell, workdir: &str) {
-    let script = format!(
-        "p=$(cat {pidfile} 2>/dev/null); [ -n \"$p\" ] || exit 0; \
-         for f in /proc/[0-9]*/stat; do \
-           s=$(cat \"$f\" 2>/dev/null) || continue; rest=${{s##*) }}; \
-           set -- $rest; c=${{f#/proc/}}; \
-           [ \"$2\" = \"$p\" ] && kill -TERM \"${{c%/stat}}\" 2>/dev/null; \
-         done; true",
-        pidfile = quote(&format!("{workdir}/perf.pid"))
-    );
-    let _ = shell.sh(&script).await;
-}
-
-/// `devprof-run <status> <start ns> <end ns>`: a run's exit status and wall time.
-fn parse_run_line(stdout: &str) -> Option<(i32, f64)> {
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("devprof-run "))?;
-    let mut f = line.split_whitespace().skip(1);
-    let rc: i32 = f.next()?.parse().ok()?;
-    let start: u128 = f.next()?.parse().ok()?;
-    let end: u128 = f.next()?.parse().ok()?;
-    Some((rc, end.checked_sub(start)? as f64 / 1e9))
 }
 
 fn base_manifest(
@@ -448,19 +418,4 @@ async fn unsupported_reason(shell: &Shell, counters: &[Counter]) -> Option<Strin
         out.stdout.contains("hypervisor"),
         out.stdout.contains("pmu"),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_the_run_line() {
-        assert_eq!(
-            parse_run_line("noise\ndevprof-run 1 1000000000 3500000000\n"),
-            Some((1, 2.5))
-        );
-        assert_eq!(parse_run_line("devprof-run x 1 2"), None);
-        assert_eq!(parse_run_line("devprof-run 0 5 2"), None);
-    }
 }

@@ -11,13 +11,18 @@ pub struct CpuArgs {
     #[arg(env = "DEVPROF_TARGET")]
     pub target: Option<String>,
 
-    /// How long to record: 60, 45s, 2m, 1m30s.
-    #[arg(env = "DEVPROF_DURATION", default_value = DEFAULT_DURATION)]
-    pub duration: String,
+    /// How long to record: 60, 45s, 2m, 1m30s (default DEVPROF_DURATION, else 30 s). Not
+    /// with a command after `--`: its run is the window.
+    pub duration: Option<String>,
 
-    /// Sampling frequency in Hz.
-    #[arg(long, short = 'F', env = "DEVPROF_FREQUENCY", default_value_t = 999)]
-    pub frequency: u32,
+    /// The window when DURATION is not given. Not a flag users type: clap fills it from
+    /// DEVPROF_DURATION, so that a duration in .env does not collide with a command run.
+    #[arg(long, hide = true, env = "DEVPROF_DURATION", default_value = DEFAULT_DURATION)]
+    pub default_duration: String,
+
+    /// Sampling frequency in Hz (default 999; 997 for a command run).
+    #[arg(long, short = 'F', env = "DEVPROF_FREQUENCY")]
+    pub frequency: Option<u32>,
 
     /// How perf walks the stack: frame pointers (cheap, needs -C force-frame-pointers=yes)
     /// or DWARF (works without frame pointers, much larger perf.data).
@@ -87,6 +92,11 @@ pub struct CpuArgs {
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// A command (after `--`) to run in the target container, as the target process's
+    /// user, in its working directory and environment, recorded from its start to its end.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -283,9 +293,13 @@ pub struct StatArgs {
     #[arg(env = "DEVPROF_TARGET")]
     pub target: Option<String>,
 
-    /// How long to count the target process: 60, 45s, 2m, 1m30s (not with a command).
-    #[arg(env = "DEVPROF_DURATION", default_value = DEFAULT_DURATION)]
-    pub duration: String,
+    /// How long to count the target process: 60, 45s, 2m, 1m30s (default
+    /// DEVPROF_DURATION, else 30 s; not with a command).
+    pub duration: Option<String>,
+
+    /// The window when DURATION is not given (filled from DEVPROF_DURATION).
+    #[arg(long, hide = true, env = "DEVPROF_DURATION", default_value = DEFAULT_DURATION)]
+    pub default_duration: String,
 
     /// Events to count, comma-separated (perf's names); default: cycles, instructions,
     /// cache and branch misses, L1-dcache-load-misses, task-clock, context-switches,

@@ -50,7 +50,10 @@ pub enum Command {
                             devprof cpu op-reth-seq 2m --call-graph dwarf   # no frame pointers in the binary\n  \
                             devprof cpu 3f2a9c 30 --pid 42                    # id prefix, explicit pid\n  \
                             DEVPROF_TARGET=demo-seq devprof cpu               # target from the environment or .env\n  \
-                            devprof cpu op-node 30 --engine pprof             # Go: the service's own net/http/pprof CPU profile\n\n\
+                            devprof cpu op-node 30 --engine pprof             # Go: the service's own net/http/pprof CPU profile\n  \
+                            devprof cpu demo-seq -- demo-node --help          # a command, start to end, 997 Hz\n\n\
+                            With a command after `--`, it runs in the target container as the target process's user, \
+                            in its working directory and environment; the capture ends when it ends.\n\
                             Ctrl-C ends the capture early and still writes every artifact."
     )]
     Cpu(CpuArgs),

@@ -32,6 +32,7 @@ fn json_summary(outcome: &CpuOutcome) -> serde_json::Value {
         "process": outcome.manifest.process,
         "duration_s": outcome.manifest.duration_recorded_s,
         "interrupted": outcome.manifest.interrupted,
+        "command": outcome.manifest.command,
         "top_functions": outcome.manifest.top_functions,
         "unsymbolized_share": outcome.manifest.unsymbolized_share,
         "stacks": outcome.manifest.stacks,
@@ -49,17 +50,34 @@ pub fn human_summary(outcome: &CpuOutcome) -> String {
     } else {
         "recorded for"
     };
+    let whom = match &m.command {
+        Some(_) => format!("{} (command run)", m.container.name),
+        None => format!("{} (pid {})", m.container.name, m.process.pid),
+    };
     out.push_str(&format!(
-        "{} (pid {}): {} {:.1} s, {} samples ({} at {} Hz)\n",
-        m.container.name,
-        m.process.pid,
+        "{whom}: {} {:.1} s, {} samples ({} at {} Hz)\n",
         how,
         m.duration_recorded_s,
         thousands(m.sample_count),
         m.events.join(","),
         m.frequency_hz
     ));
-    out.push_str(&output::process_line(m));
+    match &m.command {
+        Some(run) => out.push_str(&format!(
+            "ran `{}` as {} (the user of pid {}) in {}: {} after {:.3} s\n",
+            crate::capture::command::display(&run.argv),
+            run.user,
+            m.process.pid,
+            run.cwd,
+            match run.exit_status {
+                Some(0) => "exit status 0".to_string(),
+                Some(s) => format!("exit status {}", crate::capture::command::status_words(s)),
+                None => "stopped before it ended".to_string(),
+            },
+            run.wall_s
+        )),
+        None => out.push_str(&output::process_line(m)),
+    }
     if let Some(mode) = &m.capture_mode {
         out.push_str(&format!("via {mode}\n"));
     }

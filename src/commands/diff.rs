@@ -5,15 +5,35 @@ use crate::cli::DiffArgs;
 use crate::error::{Error, Result};
 use crate::profile::diff::{compare, differential_lines, DiffRow, Measure};
 use crate::profile::folded::Folded;
+use crate::profile::stat_diff::{self, short, Change};
 use crate::render::{write_svg_lines_to, SvgOutput};
 use crate::settings::store::DiffSettings;
-use crate::store::loader::{self, Loaded};
+use crate::store::catalog::Capture;
+use crate::store::loader::{self, Loaded, ProfileRef};
 use crate::ui::table::{self, pct, Align};
 use crate::units::thousands;
 use std::path::PathBuf;
 
 pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
     let settings = DiffSettings::from_args(args, output_dir)?;
+    match (
+        stat_capture(&settings.before),
+        stat_capture(&settings.after),
+    ) {
+        (Some(b), Some(a)) => return compare_stat(&b, &a, settings.json),
+        (None, None) => {}
+        (b, _) => {
+            let (stat, other) = if b.is_some() {
+                ("BEFORE", "AFTER")
+            } else {
+                ("AFTER", "BEFORE")
+            };
+            return Err(Error::Usage(format!(
+                "{stat} is a stat capture (counters) and {other} is not: diff compares two stat captures, \
+                 or two profiles with stacks"
+            )));
+        }
+    }
     let before = loader::load(&settings.before, &settings.output_dir)?;
     let after = loader::load(&settings.after, &settings.output_dir)?;
     let filtered = |l: &Loaded| -> Result<Folded> {
@@ -125,4 +145,120 @@ fn section(heading: &str, rows: &[&DiffRow]) -> String {
         2,
     ));
     out
+}
+
+/// The stat capture a reference names: a file of one (its `.json` manifest or `.csv`).
+fn stat_capture(profile: &ProfileRef) -> Option<Capture> {
+    match profile {
+        ProfileRef::File(path) => {
+            loader::capture_of_file(path).filter(|c| c.manifest.kind == "stat")
+        }
+        ProfileRef::Newest(_) => None,
+    }
+}
+
+/// Two stat captures: per counter the change and, with repeats, the noise and a verdict.
+fn compare_stat(before: &Capture, after: &Capture, json: bool) -> Result<()> {
+    let record = |c: &Capture| {
+        c.manifest.stat.clone().ok_or_else(|| {
+            Error::Usage(format!(
+                "{} is a stat capture without counters (an unfinished capture?)",
+                c.manifest_path.display()
+            ))
+        })
+    };
+    let (b, a) = (record(before)?, record(after)?);
+    let diff = stat_diff::compare(
+        &b,
+        before.manifest.duration_recorded_s,
+        &a,
+        after.manifest.duration_recorded_s,
+    )
+    .map_err(|e| Error::Usage(e.to_string()))?;
+    if json {
+        let value = serde_json::json!({
+            "kind": "stat",
+            "before": {"file": before.manifest_path, "runs": b.runs.len(), "duration_s": before.manifest.duration_recorded_s},
+            "after": {"file": after.manifest_path, "runs": a.runs.len(), "duration_s": after.manifest.duration_recorded_s},
+            "basis": diff.basis,
+            "counters": diff.changes,
+            "notes": diff.notes,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    let side = |c: &Capture, r: &crate::profile::stat::StatRecord| {
+        if r.command.is_empty() {
+            format!(
+                "{} (window of {:.1} s)",
+                c.manifest_path.display(),
+                c.manifest.duration_recorded_s
+            )
+        } else {
+            format!(
+                "{} ({} runs of `{}`)",
+                c.manifest_path.display(),
+                r.runs.len(),
+                crate::capture::command::display(&r.command)
+            )
+        }
+    };
+    let mut out = format!(
+        "before: {}\nafter:  {}\nvalues: {}; the verdict weighs the change against the noise of the runs (95% interval, Welch)\n\n",
+        side(before, &b),
+        side(after, &a),
+        diff.basis.words()
+    );
+    let value = |s: Option<stat_diff::Side>| match s {
+        None => "-".to_string(),
+        Some(s) => match s.stddev {
+            Some(sd) => format!("{} ±{}", short(s.mean), short(sd)),
+            None => short(s.mean),
+        },
+    };
+    let cells: Vec<Vec<String>> = diff
+        .changes
+        .iter()
+        .map(|c: &Change| {
+            vec![
+                c.event.clone(),
+                c.unit.clone(),
+                value(c.before),
+                value(c.after),
+                c.change.map_or("-".into(), |d| {
+                    if d >= 0.0 {
+                        format!("+{}", short(d))
+                    } else {
+                        short(d)
+                    }
+                }),
+                c.change_pct.map_or("-".into(), |p| format!("{p:+.1}%")),
+                c.verdict_text(),
+            ]
+        })
+        .collect();
+    out.push_str(&table::render(
+        &[
+            "COUNTER", "UNIT", "BEFORE", "AFTER", "CHANGE", "%", "VERDICT",
+        ],
+        &[
+            Align::Left,
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Left,
+        ],
+        &cells,
+        2,
+    ));
+    for note in &diff.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    print!("{out}");
+    Ok(())
 }

@@ -161,6 +161,13 @@ pub trait Engine: Sync {
     /// must then still write what it recorded.
     fn record_command(&self, ready: &Self::Ready, job: &RecordJob) -> RecordCommand;
 
+    /// The recorder's command line for a command run (`cpu -- CMD`): everything before
+    /// the workload, which follows a `--`. None: this engine cannot record a command from
+    /// its start.
+    fn command_record(&self, _ready: &Self::Ready, _job: &RecordJob) -> Option<Vec<String>> {
+        None
+    }
+
     /// After the window: reads what the command wrote into folded stacks, streaming.
     fn collect<'a>(
         &'a self,

@@ -17,6 +17,7 @@ pub mod pprof;
 pub mod pyspy;
 pub mod stacks;
 pub mod stat;
+pub mod stat_diff;
 pub mod timeline;
 pub mod top;
 pub mod verdict;

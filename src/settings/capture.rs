@@ -37,6 +37,33 @@ pub struct CpuSettings {
     pub inline: bool,
     pub output_dir: PathBuf,
     pub json: bool,
+    /// A command run in the target container, recorded from its start to its end
+    /// (`duration` is then only a limit).
+    pub command: Option<Vec<String>>,
+}
+
+/// Longest a command run may take (cpu -- CMD).
+pub const COMMAND_LIMIT: Duration = Duration::from_secs(6 * 3600);
+
+/// perf's default frequency for a window, and for a command run (as perf's own examples).
+const WINDOW_FREQUENCY: u32 = 999;
+const COMMAND_FREQUENCY: u32 = 997;
+
+/// A command after `--`: none, or a non-empty one; a DURATION with it is an error (the
+/// command's run is the window).
+fn command_of(command: Vec<String>, duration: Option<&str>) -> Result<Option<Vec<String>>> {
+    if command.is_empty() {
+        return Ok(None);
+    }
+    if command[0].trim().is_empty() {
+        return Err(Error::Usage("the command after `--` is empty".into()));
+    }
+    if let Some(d) = duration {
+        return Err(Error::Usage(format!(
+            "DURATION ({d}) and a command after `--` both say when the capture ends: the command's run is the window; drop DURATION"
+        )));
+    }
+    Ok(Some(command))
 }
 
 /// What py-spy records besides Python frames.
@@ -49,10 +76,15 @@ pub struct PythonOptions {
 
 impl CpuSettings {
     pub fn from_args(args: CpuArgs, output_dir: PathBuf) -> Result<Self> {
-        if !(1..=100_000).contains(&args.frequency) {
+        let command = command_of(args.command, args.duration.as_deref())?;
+        let frequency = args.frequency.unwrap_or(if command.is_some() {
+            COMMAND_FREQUENCY
+        } else {
+            WINDOW_FREQUENCY
+        });
+        if !(1..=100_000).contains(&frequency) {
             return Err(Error::Usage(format!(
-                "--frequency {} is out of range (1..=100000 Hz)",
-                args.frequency
+                "--frequency {frequency} is out of range (1..=100000 Hz)"
             )));
         }
         let engine: EngineChoice = args.engine.into();
@@ -61,6 +93,29 @@ impl CpuSettings {
                 "--keep-script keeps perf script's text, which --fold native does not make (use --fold auto or perf-script)".into(),
             ));
         }
+        if command.is_some() {
+            if matches!(
+                engine,
+                EngineChoice::PySpy | EngineChoice::Asprof | EngineChoice::Pprof
+            )
+                || args.wall
+                || args.asprof_html
+            {
+                return Err(Error::Usage(
+                    "a command run (`-- CMD`) records with perf: drop --engine py-spy/asprof/pprof, --wall and --asprof-html".into(),
+                ));
+            }
+            if args.placement.mode == crate::cli::ModeArg::Sidecar {
+                return Err(Error::Usage(
+                    "a command runs inside the target container (its files, environment and user): use --mode exec or auto".into(),
+                ));
+            }
+        }
+        let duration = match (&command, &args.duration) {
+            (Some(_), _) => COMMAND_LIMIT,
+            (None, Some(d)) => window_of(d)?,
+            (None, None) => window_of(&args.default_duration)?,
+        };
         if args.wall
             && matches!(
                 engine,
@@ -90,8 +145,12 @@ impl CpuSettings {
             None => None,
         };
         Ok(CpuSettings {
-            placement: placement_of(args.placement, window_of(&args.duration)?)?,
-            engine,
+            placement: placement_of(args.placement, duration)?,
+            engine: if command.is_some() {
+                EngineChoice::Perf
+            } else {
+                engine
+            },
             python: PythonOptions {
                 native: args.native,
                 idle: args.idle,
@@ -102,8 +161,8 @@ impl CpuSettings {
             asprof_html: args.asprof_html,
             pprof_url: pprof_url_of(args.pprof_url)?,
             target: target_of(args.target)?,
-            duration: window_of(&args.duration)?,
-            frequency: args.frequency,
+            duration,
+            frequency,
             call_graph: call_graph_of(args.call_graph),
             fold: fold_path_of(args.fold, call_graph_of(args.call_graph))?,
             process: selector_of(args.process)?,
@@ -111,6 +170,7 @@ impl CpuSettings {
             inline: args.inline && !args.no_inline,
             output_dir,
             json: args.json,
+            command,
         })
     }
 }
@@ -145,7 +205,10 @@ impl StatSettings {
                 .collect(),
             Some(text) => stat_events(text)?,
         };
-        let window = window_of(&args.duration)?;
+        if !args.command.is_empty() {
+            command_of(args.command.clone(), args.duration.as_deref())?;
+        }
+        let window = window_of(args.duration.as_deref().unwrap_or(&args.default_duration))?;
         let source = match (args.repeat, args.command.is_empty()) {
             (Some(0), _) => return Err(Error::Usage("--repeat N: N must be at least 1".into())),
             (Some(n), _) if n > MAX_REPEAT => {

@@ -55,6 +55,20 @@ pub struct PerfRecord {
     pub record_command: Vec<String>,
 }
 
+/// A command devprof ran in the target container and recorded from start to end.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct CommandRecord {
+    pub argv: Vec<String>,
+    /// None when it never reported one (the run was cut short).
+    pub exit_status: Option<i32>,
+    /// Wall time in the container around perf, which ran it.
+    pub wall_s: f64,
+    /// `uid:gid` it ran as (the target process's).
+    pub user: String,
+    /// Its working directory (the target process's).
+    pub cwd: String,
+}
+
 /// What a capture was and which files it wrote; the store knows devprof's files by these.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Manifest {
@@ -127,6 +141,9 @@ pub struct Manifest {
     /// A stat capture: counters, derived readings, and each run of a command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stat: Option<crate::profile::stat::StatRecord>,
+    /// A capture of a command run (`cpu -- CMD`): the command and how it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandRecord>,
 }
 
 impl Manifest {

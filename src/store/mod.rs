@@ -9,7 +9,8 @@ pub mod manifest;
 pub mod session;
 
 pub use manifest::{
-    file_size, ContainerRecord, FileRecord, GraphRecord, Manifest, PerfRecord, ProcessRecord,
+    file_size, CommandRecord, ContainerRecord, FileRecord, GraphRecord, Manifest, PerfRecord,
+    ProcessRecord,
 };
 
 use crate::error::{Error, Result};

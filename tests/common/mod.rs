@@ -429,3 +429,16 @@ pub fn cpu_capture(cwd: &Path, container: &str, secs: &str) -> PathBuf {
         .success();
     only_capture(cwd, container, "perf-")
 }
+
+/// Each argument list fails as bad usage (exit 2) with its message, and none of them
+/// writes a file under `cwd`.
+pub fn assert_usage_errors_write_nothing(cwd: &Path, cases: &[(&[&str], &str)]) {
+    for (args, message) in cases {
+        devprof(cwd)
+            .args(*args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(*message));
+    }
+    assert!(files_under(cwd).is_empty(), "{:?}", files_under(cwd));
+}

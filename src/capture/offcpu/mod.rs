@@ -155,6 +155,7 @@ async fn record_and_summarize(
         notes: &notes,
         user: None,
         watch: &watch,
+        until_command_ends: false,
     };
     let mut recording = record(shell, workdir, &window, interrupts, &stem).await?;
     if buffer.is_some() && perf::is_mlock_error(&recording.output.stderr) {
@@ -171,6 +172,7 @@ async fn record_and_summarize(
             notes: &[],
             user: None,
             watch: &watch,
+            until_command_ends: false,
         };
         recording = record(shell, workdir, &window, interrupts, &stem).await?;
     }

@@ -83,17 +83,7 @@ impl Engine for PerfEngine {
     }
 
     fn record_command(&self, ready: &PerfReady, job: &RecordJob) -> RecordCommand {
-        let mut argv: Vec<String> = vec![
-            ready.perf.path.clone(),
-            "record".into(),
-            "-g".into(),
-            "--call-graph".into(),
-            job.call_graph.perf_arg().into(),
-            "-F".into(),
-            job.frequency.to_string(),
-            "-e".into(),
-            ready.access.event.clone(),
-        ];
+        let mut argv = record_head(ready, job);
         argv.extend(record_tail(
             &ready.perf,
             job.pid,
@@ -101,6 +91,21 @@ impl Engine for PerfEngine {
             job.duration,
         ));
         RecordCommand { argv, user: None }
+    }
+
+    fn command_record(&self, ready: &PerfReady, job: &RecordJob) -> Option<Vec<String>> {
+        let mut argv = record_head(ready, job);
+        if ready.perf.supports_zstd {
+            argv.push("-z".into());
+        }
+        // -N: the command runs with the process's environment, so HOME is the process
+        // user's; perf (root) must not write a build-id cache there.
+        argv.extend([
+            "-N".into(),
+            "-o".into(),
+            format!("{}/{DATA_NAME}", job.workdir),
+        ]);
+        Some(argv)
     }
 
     async fn collect<'a>(
@@ -260,6 +265,21 @@ pub fn symfs_args(symfs: Option<&str>) -> Vec<String> {
         Some(root) => vec!["--symfs".into(), root.to_string()],
         None => Vec::new(),
     }
+}
+
+/// `perf record -g --call-graph ... -F ... -e EVENT`: how a CPU capture samples.
+fn record_head(ready: &PerfReady, job: &RecordJob) -> Vec<String> {
+    vec![
+        ready.perf.path.clone(),
+        "record".into(),
+        "-g".into(),
+        "--call-graph".into(),
+        job.call_graph.perf_arg().into(),
+        "-F".into(),
+        job.frequency.to_string(),
+        "-e".into(),
+        ready.access.event.clone(),
+    ]
 }
 
 /// The end every `perf record` shares: `[-z] -p PID -o FILE -- sleep SECONDS`, recording
