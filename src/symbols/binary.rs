@@ -1,6 +1,7 @@
 //! A program's binary taken out of a container (through the archive API, into a private
 //! temporary directory that is removed afterwards) and read by `elf`.
 
+use crate::docker::archive::CopyLimit;
 use crate::docker::{ContainerShell, Docker, Shell};
 use crate::symbols::elf::{self, ElfReport};
 use std::path::PathBuf;
@@ -52,7 +53,7 @@ pub async fn with_copy<T: Send + 'static>(
     let wanted = name.clone();
     let result = async {
         let files = docker
-            .download(container, path, &dir, move |entry| {
+            .download(container, path, &dir, CopyLimit::BINARY, move |entry| {
                 (entry == std::path::Path::new(&wanted)).then(|| PathBuf::from(&wanted))
             })
             .await

@@ -7,4 +7,5 @@ pub mod binary;
 pub mod demangle;
 pub mod elf;
 pub mod gopclntab;
+pub mod malloc_conf;
 pub mod module;

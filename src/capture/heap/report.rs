@@ -5,6 +5,7 @@
 use super::dumps::{dump_names, fetch_dump};
 use super::{HeapTarget, Obtained, HEAP_EXTENSIONS, REPORT_ROWS, SYMBOL_CACHE};
 use crate::capture::manifest::identity;
+use crate::docker::archive::CopyLimit;
 use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
 use crate::profile::heap::parse::{parse_dump, HeapDump, Measure};
@@ -269,9 +270,13 @@ pub(super) async fn fetch_modules(
             let fetched = target
                 .shell
                 .docker()
-                .download(&target.container.name, path, dir, move |e| {
-                    (e == entry).then(|| rel.clone())
-                })
+                .download(
+                    &target.container.name,
+                    path,
+                    dir,
+                    CopyLimit::BINARY,
+                    move |e| (e == entry).then(|| rel.clone()),
+                )
                 .await;
             if let Err(e) = fetched {
                 record.symbols = format!("missing: {e}");
