@@ -563,7 +563,13 @@ fn environ_clearing_node(prefix: &str, env: &[&str], script: &str) -> (Container
         sizes[0] > 0 && sizes[1] == 0,
         "/proc/{pid}/environ is not blank: {environ}"
     );
-    let cmdline = docker_ok(&["exec", &name, "sh", "-c", &format!("tr '\\0' ' ' < /proc/{pid}/cmdline")]);
+    let cmdline = docker_ok(&[
+        "exec",
+        &name,
+        "sh",
+        "-c",
+        &format!("tr '\\0' ' ' < /proc/{pid}/cmdline"),
+    ]);
     assert!(cmdline.starts_with("demo-node: alloc_blocks"), "{cmdline}");
     (guard, pid)
 }
@@ -573,7 +579,10 @@ fn dump_by_hand(container: &str, pid: &str, prefix: &str) -> String {
     docker_ok(&["exec", container, "kill", "-USR2", pid]);
     let path = format!("{prefix}.{pid}.0.m0.heap");
     let started = std::time::Instant::now();
-    while !docker(&["exec", container, "test", "-s", &path]).status.success() {
+    while !docker(&["exec", container, "test", "-s", &path])
+        .status
+        .success()
+    {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(15),
             "no dump {path} in {container}"
@@ -596,13 +605,18 @@ fn heap_artifacts_written(cwd: &Path, container: &str) -> serde_json::Value {
         );
     }
     let folded = std::fs::read_to_string(with_ext(&stem, "folded")).unwrap();
-    assert!(folded.contains("demo_node::workloads::alloc_blocks"), "{folded}");
+    assert!(
+        folded.contains("demo_node::workloads::alloc_blocks"),
+        "{folded}"
+    );
     read_manifest(&stem)
 }
 
 #[test]
 fn a_node_that_blanked_its_environment_is_profiled_with_the_settings_it_started_with() {
-    if !devnet_ready("a_node_that_blanked_its_environment_is_profiled_with_the_settings_it_started_with") {
+    if !devnet_ready(
+        "a_node_that_blanked_its_environment_is_profiled_with_the_settings_it_started_with",
+    ) {
         return;
     }
     let (node, _pid) = environ_clearing_node(
@@ -619,7 +633,10 @@ fn a_node_that_blanked_its_environment_is_profiled_with_the_settings_it_started_
         .stdout(predicate::str::contains("files written"));
     let manifest = heap_artifacts_written(cwd.path(), &node.0);
     assert_eq!(manifest["heap"]["conf_variable"], "_RJEM_MALLOC_CONF");
-    assert!(manifest["heap"]["how"].as_str().unwrap().contains("SIGUSR2"));
+    assert!(manifest["heap"]["how"]
+        .as_str()
+        .unwrap()
+        .contains("SIGUSR2"));
 }
 
 #[test]
@@ -640,7 +657,9 @@ fn dumps_the_pid_already_wrote_show_its_profiling_on_when_nothing_else_does() {
         .assert()
         .code(5)
         .stderr(predicate::str::contains("_RJEM_MALLOC_CONF is not set"))
-        .stderr(predicate::str::contains("also checked: /etc/_rjem_malloc.conf"));
+        .stderr(predicate::str::contains(
+            "also checked: /etc/_rjem_malloc.conf",
+        ));
     assert!(files_under(cwd.path()).is_empty());
     dump_by_hand(&node.0, &pid, "/tmp/jeprof");
     devprof(cwd.path())
@@ -686,7 +705,8 @@ fn the_config_file_symlink_turns_profiling_on() {
 
 #[test]
 fn files_takes_any_dump_the_user_names_and_refuses_a_huge_one_naming_the_limit() {
-    if !devnet_ready("files_takes_any_dump_the_user_names_and_refuses_a_huge_one_naming_the_limit") {
+    if !devnet_ready("files_takes_any_dump_the_user_names_and_refuses_a_huge_one_naming_the_limit")
+    {
         return;
     }
     // Profiling set by the start script, dumps outside the working directory: devprof
@@ -701,7 +721,9 @@ fn files_takes_any_dump_the_user_names_and_refuses_a_huge_one_naming_the_limit()
         .args(["heap", &node.0, "2"])
         .assert()
         .code(5)
-        .stderr(predicate::str::contains("jemalloc heap profiling is not on"));
+        .stderr(predicate::str::contains(
+            "jemalloc heap profiling is not on",
+        ));
     let dump = dump_by_hand(&node.0, &pid, "/tmp/hidden/jeprof");
     devprof(cwd.path())
         .args(["heap", &node.0, "--files", &dump])
@@ -711,7 +733,12 @@ fn files_takes_any_dump_the_user_names_and_refuses_a_huge_one_naming_the_limit()
     let manifest = heap_artifacts_written(cwd.path(), &node.0);
     let name = dump.rsplit('/').next().unwrap();
     assert_eq!(manifest["heap"]["dumps"][0]["name"], name);
-    assert!(cwd.path().join("profiling").join(&node.0).join(name).is_file());
+    assert!(cwd
+        .path()
+        .join("profiling")
+        .join(&node.0)
+        .join(name)
+        .is_file());
 
     // A file far larger than any heap dump (sparse: it takes no disk) is refused before
     // anything of it is written, and the error names the limit.

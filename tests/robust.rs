@@ -465,8 +465,14 @@ fn clean_reclaims_cached_binaries_no_kept_capture_uses() {
         !cache.join("2222222222222222").exists(),
         "its emptied key directory stayed"
     );
-    assert!(dir.join(used).is_file(), "a binary a kept manifest uses went");
-    assert!(dir.join(fresh).is_file(), "a fresh binary (a capture running now) went");
+    assert!(
+        dir.join(used).is_file(),
+        "a binary a kept manifest uses went"
+    );
+    assert!(
+        dir.join(fresh).is_file(),
+        "a fresh binary (a capture running now) went"
+    );
     assert!(capture.iter().all(|p| p.is_file()));
 
     // With the capture that used it gone, its binary goes too (once old enough).
@@ -513,7 +519,15 @@ fn ctrl_c_while_folding_leaves_no_perf_script_in_the_target() {
     // DWARF call graphs make `perf script` slow enough to be caught in the act.
     let mut capture = spawn_capture(
         cwd.path(),
-        &["cpu", &node.0, "6", "--mode", "exec", "--call-graph", "dwarf"],
+        &[
+            "cpu",
+            &node.0,
+            "6",
+            "--mode",
+            "exec",
+            "--call-graph",
+            "dwarf",
+        ],
     );
     capture.wait_for_text(devprof::engines::perf::FOLDING_STARTED);
     let started = Instant::now();
@@ -531,16 +545,26 @@ fn ctrl_c_while_folding_leaves_no_perf_script_in_the_target() {
     assert_eq!(output.status.code(), Some(130), "{stderr}");
     let left = container_processes(&node.0);
     assert!(
-        !left.lines().any(|l| l.contains("perf") && l.contains("devprof.")),
+        !left
+            .lines()
+            .any(|l| l.contains("perf") && l.contains("devprof.")),
         "perf left running in {}: {left}",
         node.0
     );
-    let tmp = docker_ok(&["exec", &node.0, "sh", "-c", "ls -d /tmp/devprof.* 2>/dev/null || true"]);
+    let tmp = docker_ok(&[
+        "exec",
+        &node.0,
+        "sh",
+        "-c",
+        "ls -d /tmp/devprof.* 2>/dev/null || true",
+    ]);
     assert!(tmp.is_empty(), "temp directory left: {tmp}");
     // What was home stays, with a manifest that says the fold was interrupted.
     let manifest = read_manifest(&only_capture(cwd.path(), &node.0, "perf-"));
     assert!(
-        manifest["notes"].to_string().contains("interrupted while folding"),
+        manifest["notes"]
+            .to_string()
+            .contains("interrupted while folding"),
         "{manifest}"
     );
 }

@@ -17,7 +17,6 @@
 mod dumps;
 mod report;
 
-use crate::docker::archive::CopyLimit;
 use crate::docker::target::{ContainerInfo, ProcInfo, ProcessSelector};
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
@@ -310,40 +309,22 @@ impl Enablement {
 }
 
 /// The jemalloc options compiled into the process's binary, read from a copy taken out of
-/// the container into a temporary directory (bounded like every copy-out); None when the
-/// binary cannot be had.
+/// the container into a private temporary directory (bounded like every copy-out); None
+/// when the binary cannot be had.
 async fn compiled_conf_of(
     shell: &Shell,
     container: &ContainerInfo,
     pid: u32,
 ) -> Option<CompiledConf> {
-    let out = shell
-        .run(&["readlink", &format!("/proc/{pid}/exe")])
-        .await
-        .ok()?;
-    let exe = out.stdout.trim().to_string();
-    if !out.success() || !exe.starts_with('/') {
-        return None;
-    }
-    let tmp = tempfile::tempdir().ok()?;
-    let name = exe.rsplit('/').next().unwrap_or("exe").to_string();
-    let entry = PathBuf::from(&name);
-    shell
-        .docker()
-        .download(
-            &container.name,
-            &exe,
-            tmp.path(),
-            CopyLimit::BINARY,
-            move |e| (e == entry).then(|| PathBuf::from("exe")),
-        )
-        .await
-        .ok()?;
-    let path = tmp.path().join("exe");
-    tokio::task::spawn_blocking(move || compiled_conf(&path).ok())
+    let exe = crate::symbols::binary::resolve(shell, &format!("/proc/{pid}/exe"))
         .await
         .ok()
-        .flatten()
+        .filter(|p| p.starts_with('/') && !p.starts_with("/proc/"))?;
+    crate::symbols::binary::with_copy(shell.docker(), &container.name, &exe, |local| {
+        compiled_conf(local)
+    })
+    .await
+    .ok()
 }
 
 /// Prints `env`, `cwd`, `sigcgt` and `reads` (the variable the program's jemalloc reads,
@@ -506,9 +487,15 @@ mod tests {
         let mut e = Enablement::default();
         e.add(format!("{path} (symlink)"), text);
         e.add("_RJEM_MALLOC_CONF".into(), "lg_prof_sample:17".into());
-        e.add_first("the binary's _rjem_malloc_conf".into(), "prof:false,prof_prefix:/x".into());
+        e.add_first(
+            "the binary's _rjem_malloc_conf".into(),
+            "prof:false,prof_prefix:/x".into(),
+        );
         let conf = e.conf();
-        assert!(conf.profiling(), "the file overrides the compiled-in prof:false");
+        assert!(
+            conf.profiling(),
+            "the file overrides the compiled-in prof:false"
+        );
         assert_eq!(conf.prefix(), "/tmp/jeprof");
         assert_eq!(conf.lg_sample(), 17);
         assert!(!e.says_off());
