@@ -250,8 +250,20 @@ impl Docker {
         let (tx, reader) = pipe::channel();
         let dest = dest_dir.to_path_buf();
         let container_name = container.to_string();
+        let source_path = source.to_string();
         let extractor = tokio::task::spawn_blocking(move || {
-            extract(reader, &dest, rename, limit).map_err(|e| e.into_error(&container_name))
+            extract(reader, &dest, rename, limit).map_err(|e| {
+                match e {
+                    // The path asked for says more than the archive's entry name.
+                    ArchiveError::TooLarge { size, limit, .. } => ArchiveError::TooLarge {
+                        entry: source_path,
+                        size,
+                        limit,
+                    },
+                    other => other,
+                }
+                .into_error(&container_name)
+            })
         });
         let mut fetch_error = None;
         // Tar headers and padding on top of the files; past that the stream is cut.
