@@ -327,8 +327,9 @@ async fn compiled_conf_of(
     .ok()
 }
 
-/// Prints `env`, `cwd`, `sigcgt` and `reads` (the variable the program's jemalloc reads,
-/// found in its binary) lines for `pid`.
+/// Prints `env`, `cwd`, `sigcgt`, `reads` (the variable the program's jemalloc reads,
+/// found in its binary), `lib` and `conffile` (jemalloc's config-file symlinks, read in
+/// the process's own root) lines for `pid`.
 fn jemalloc_probe_script(pid: u32) -> String {
     format!(
         r#"p={pid}
@@ -343,6 +344,9 @@ if command -v grep >/dev/null 2>&1; then
   elif grep -q -a MALLOC_CONF /proc/$p/exe 2>/dev/null; then printf 'reads\tMALLOC_CONF\n'
   fi
 fi
+for f in /etc/malloc.conf /etc/_rjem_malloc.conf; do
+  t=$(readlink "/proc/$p/root$f" 2>/dev/null) && printf 'conffile\t%s\t%s\n' "$f" "$t"
+done
 "#
     )
 }
