@@ -518,7 +518,7 @@ fn duration_with_a_selection_and_last_zero_are_usage_errors() {
 }
 
 /// A demo node in its own container that blanks its environment after start
-/// (DEMO_CLEAR_ENVIRON=1), started by `sh -c SCRIPT` (which ends in `exec demo-node`) with
+/// (DEMO_CLEAR_ENVIRON=1), started by `sh -c SCRIPT` (which ends in `exec .../demo-node`) with
 /// `env` as the container's configured environment. Returns the guard and the node's pid.
 fn environ_clearing_node(prefix: &str, env: &[&str], script: &str) -> (ContainerGuard, String) {
     let name = unique(&format!("devprof-test-robust2-{prefix}"));
@@ -622,7 +622,7 @@ fn a_node_that_blanked_its_environment_is_profiled_with_the_settings_it_started_
     let (node, _pid) = environ_clearing_node(
         "blank",
         &["_RJEM_MALLOC_CONF=prof:true,lg_prof_sample:17,prof_prefix:/tmp/jeprof"],
-        "exec demo-node",
+        "exec /usr/local/bin/demo-node",
     );
     let cwd = workdir();
     devprof(cwd.path())
@@ -649,7 +649,7 @@ fn dumps_the_pid_already_wrote_show_its_profiling_on_when_nothing_else_does() {
     let (node, pid) = environ_clearing_node(
         "dumps",
         &[],
-        "cd /tmp && _RJEM_MALLOC_CONF=prof:true,lg_prof_sample:17 exec demo-node",
+        "cd /tmp && _RJEM_MALLOC_CONF=prof:true,lg_prof_sample:17 exec /usr/local/bin/demo-node",
     );
     let cwd = workdir();
     devprof(cwd.path())
@@ -683,7 +683,7 @@ fn the_config_file_symlink_turns_profiling_on() {
     let (node, _pid) = environ_clearing_node(
         "conffile",
         &[],
-        "ln -s 'prof:true,lg_prof_sample:17,prof_prefix:/tmp/jeprof' /etc/_rjem_malloc.conf && exec demo-node",
+        "ln -s 'prof:true,lg_prof_sample:17,prof_prefix:/tmp/jeprof' /etc/_rjem_malloc.conf && exec /usr/local/bin/demo-node",
     );
     let logs = docker_ok(&["logs", &node.0]);
     assert!(logs.contains("jemalloc profiling: on"), "{logs}");
@@ -714,7 +714,7 @@ fn files_takes_any_dump_the_user_names_and_refuses_a_huge_one_naming_the_limit()
     let (node, pid) = environ_clearing_node(
         "files",
         &[],
-        "mkdir -p /tmp/hidden && _RJEM_MALLOC_CONF=prof:true,lg_prof_sample:17,prof_prefix:/tmp/hidden/jeprof exec demo-node",
+        "mkdir -p /tmp/hidden && _RJEM_MALLOC_CONF=prof:true,lg_prof_sample:17,prof_prefix:/tmp/hidden/jeprof exec /usr/local/bin/demo-node",
     );
     let cwd = workdir();
     devprof(cwd.path())
