@@ -146,6 +146,20 @@ pub enum Error {
         hint: String,
     },
 
+    #[error(
+        "refused to copy '{entry}' out of container '{container}': {} is more than devprof's limit of {} for {what}\n  \
+         the container names what is copied, so every copy is bounded; if the file is really meant, take it out \
+         with `docker cp` and look at it there",
+        crate::units::human_bytes(*size), crate::units::human_bytes(*limit)
+    )]
+    CopyTooLarge {
+        container: String,
+        entry: String,
+        size: u64,
+        limit: u64,
+        what: &'static str,
+    },
+
     #[error("archive from container '{container}' rejected: entry '{entry}' {why}")]
     UnsafeArchive {
         container: String,
@@ -342,7 +356,10 @@ impl Error {
             Error::ComposeFile { .. } => exit::USAGE,
             Error::DoctorFailed { exit, .. } => *exit,
             Error::Interrupted => exit::INTERRUPTED,
-            Error::Docker { .. } | Error::UnsafeArchive { .. } | Error::Io { .. } => exit::FAILURE,
+            Error::Docker { .. }
+            | Error::UnsafeArchive { .. }
+            | Error::CopyTooLarge { .. }
+            | Error::Io { .. } => exit::FAILURE,
         }
     }
 

@@ -1,8 +1,24 @@
 //! Ctrl-C and SIGTERM as a counter the capture loop can wait on: the first one ends the
-//! capture window early, a second one aborts.
+//! capture window early, a second one asks for a fast stop (abort, with clean-up), and the
+//! third exits at once with 130, whatever devprof is waiting on.
 
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
+
+/// The interrupt that ends devprof at once, without waiting for clean-up.
+pub const EXIT_NOW_AT: u32 = 3;
+/// The exit status of an interrupted run (128 + SIGINT).
+pub const INTERRUPTED_EXIT: i32 = crate::error::exit::INTERRUPTED;
+
+/// What the user must do by hand should devprof exit at once now (e.g. restore sysctls).
+static EXIT_NOTE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Sets (or clears) what the third interrupt prints before exiting.
+pub fn set_exit_note(note: Option<String>) {
+    if let Ok(mut n) = EXIT_NOTE.lock() {
+        *n = note;
+    }
+}
 
 pub struct Interrupts {
     rx: watch::Receiver<u32>,
@@ -22,6 +38,17 @@ impl Interrupts {
                     _ = term.recv() => {}
                 }
                 tx.send_modify(|n| *n += 1);
+                if *tx.borrow() >= EXIT_NOW_AT {
+                    // The clean-up the second one started may itself be what hangs.
+                    eprintln!(
+                        "devprof: third interrupt: exiting now; a recorder or sidecar may be left behind \
+                         (`devprof clean --containers` removes sidecars whose creator is gone)"
+                    );
+                    if let Some(note) = EXIT_NOTE.lock().ok().and_then(|n| n.clone()) {
+                        eprintln!("devprof: {note}");
+                    }
+                    std::process::exit(INTERRUPTED_EXIT);
+                }
             }
         });
         Ok(Interrupts { rx, seen: 0 })

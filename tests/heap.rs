@@ -337,7 +337,7 @@ fn files_selects_exactly_the_named_dumps_and_a_missing_name_lists_the_others() {
         .args(["heap", DEMO_SEQ, "--files", "../../etc/passwd"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("is a path"));
+        .stderr(predicate::str::contains("is a relative path"));
     assert!(files_under(cwd2.path()).is_empty());
 }
 
@@ -515,4 +515,250 @@ fn duration_with_a_selection_and_last_zero_are_usage_errors() {
         .code(2)
         .stderr(predicate::str::contains("cannot be caught"));
     assert!(files_under(cwd.path()).is_empty());
+}
+
+/// A demo node in its own container that blanks its environment after start
+/// (DEMO_CLEAR_ENVIRON=1), started by `sh -c SCRIPT` (which ends in `exec .../demo-node`) with
+/// `env` as the container's configured environment. Returns the guard and the node's pid.
+fn environ_clearing_node(prefix: &str, env: &[&str], script: &str) -> (ContainerGuard, String) {
+    let name = unique(&format!("devprof-test-robust2-{prefix}"));
+    let mut args = vec![
+        "-e",
+        "DEMO_WORKLOADS=alloc_blocks:20",
+        "-e",
+        "DEMO_CLEAR_ENVIRON=1",
+    ];
+    for e in env {
+        args.extend(["-e", e]);
+    }
+    let guard = run_container(&name, &args, &demo_image(), &["sh", "-c", script]);
+    let started = std::time::Instant::now();
+    let pid = loop {
+        let out = docker(&["exec", &name, "pgrep", "-x", "demo-node"]);
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let logs = docker_ok(&["logs", &name]);
+        if !pid.is_empty() && logs.contains("environment cleared in place") {
+            break pid;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{name}: the node did not start and clear its environment: {logs}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    // The point of the set-up: /proc/PID/environ reads blank (only NULs), the command
+    // line is a title.
+    let environ = docker_ok(&[
+        "exec",
+        &name,
+        "sh",
+        "-c",
+        &format!("wc -c < /proc/{pid}/environ; tr -d '\\0' < /proc/{pid}/environ | wc -c"),
+    ]);
+    let sizes: Vec<u64> = environ
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(
+        sizes[0] > 0 && sizes[1] == 0,
+        "/proc/{pid}/environ is not blank: {environ}"
+    );
+    let cmdline = docker_ok(&[
+        "exec",
+        &name,
+        "sh",
+        "-c",
+        &format!("tr '\\0' ' ' < /proc/{pid}/cmdline"),
+    ]);
+    assert!(cmdline.starts_with("demo-node: alloc_blocks"), "{cmdline}");
+    (guard, pid)
+}
+
+/// Sends the dump signal by hand and waits for the dump `<prefix>.<pid>.0.m0.heap`.
+fn dump_by_hand(container: &str, pid: &str, prefix: &str) -> String {
+    docker_ok(&["exec", container, "kill", "-USR2", pid]);
+    let path = format!("{prefix}.{pid}.0.m0.heap");
+    let started = std::time::Instant::now();
+    while !docker(&["exec", container, "test", "-s", &path])
+        .status
+        .success()
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(15),
+            "no dump {path} in {container}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    path
+}
+
+/// The artifacts of the one heap capture of `container` exist and are not empty.
+fn heap_artifacts_written(cwd: &Path, container: &str) -> serde_json::Value {
+    let stem = only_capture(cwd, container, "heap-");
+    for ext in ["folded", "svg", "txt", "json"] {
+        let path = with_ext(&stem, ext);
+        assert!(
+            std::fs::metadata(&path).is_ok_and(|m| m.len() > 0),
+            "{} missing",
+            path.display()
+        );
+    }
+    let folded = std::fs::read_to_string(with_ext(&stem, "folded")).unwrap();
+    assert!(
+        folded.contains("demo_node::workloads::alloc_blocks"),
+        "{folded}"
+    );
+    read_manifest(&stem)
+}
+
+#[test]
+fn a_node_that_blanked_its_environment_is_profiled_with_the_settings_it_started_with() {
+    if !devnet_ready(
+        "a_node_that_blanked_its_environment_is_profiled_with_the_settings_it_started_with",
+    ) {
+        return;
+    }
+    let (node, _pid) = environ_clearing_node(
+        "blank",
+        &["_RJEM_MALLOC_CONF=prof:true,lg_prof_sample:17,prof_prefix:/tmp/jeprof"],
+        "exec /usr/local/bin/demo-node",
+    );
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["heap", &node.0, "3"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("reads blank"))
+        .stdout(predicate::str::contains("files written"));
+    let manifest = heap_artifacts_written(cwd.path(), &node.0);
+    assert_eq!(manifest["heap"]["conf_variable"], "_RJEM_MALLOC_CONF");
+    assert!(manifest["heap"]["how"]
+        .as_str()
+        .unwrap()
+        .contains("SIGUSR2"));
+}
+
+#[test]
+fn dumps_the_pid_already_wrote_show_its_profiling_on_when_nothing_else_does() {
+    if !devnet_ready("dumps_the_pid_already_wrote_show_its_profiling_on_when_nothing_else_does") {
+        return;
+    }
+    // The variable is set by the start script, not the container: after the node blanks
+    // its environment, only its dumps (default prefix, in its working directory) tell.
+    let (node, pid) = environ_clearing_node(
+        "dumps",
+        &[],
+        "cd /tmp && _RJEM_MALLOC_CONF=prof:true,lg_prof_sample:17 exec /usr/local/bin/demo-node",
+    );
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["heap", &node.0, "2"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("_RJEM_MALLOC_CONF is not set"))
+        .stderr(predicate::str::contains(
+            "also checked: /etc/_rjem_malloc.conf",
+        ));
+    assert!(files_under(cwd.path()).is_empty());
+    dump_by_hand(&node.0, &pid, "/tmp/jeprof");
+    devprof(cwd.path())
+        .args(["heap", &node.0, "3"])
+        .assert()
+        .success();
+    let manifest = heap_artifacts_written(cwd.path(), &node.0);
+    let source = manifest["heap"]["conf_variable"].as_str().unwrap();
+    assert!(
+        source.contains(&format!("dump(s) of pid {pid} already in /tmp")),
+        "{source}"
+    );
+}
+
+#[test]
+fn the_config_file_symlink_turns_profiling_on() {
+    if !devnet_ready("the_config_file_symlink_turns_profiling_on") {
+        return;
+    }
+    // jemalloc's own config file: the target of the /etc/<prefix>malloc.conf symlink.
+    let (node, _pid) = environ_clearing_node(
+        "conffile",
+        &[],
+        "ln -s 'prof:true,lg_prof_sample:17,prof_prefix:/tmp/jeprof' /etc/_rjem_malloc.conf && exec /usr/local/bin/demo-node",
+    );
+    let logs = docker_ok(&["logs", &node.0]);
+    assert!(logs.contains("jemalloc profiling: on"), "{logs}");
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["heap", &node.0, "3"])
+        .assert()
+        .success();
+    let manifest = heap_artifacts_written(cwd.path(), &node.0);
+    assert_eq!(
+        manifest["heap"]["conf_variable"],
+        "/etc/_rjem_malloc.conf (symlink)"
+    );
+    assert_eq!(
+        manifest["heap"]["conf"],
+        "prof:true,lg_prof_sample:17,prof_prefix:/tmp/jeprof"
+    );
+}
+
+#[test]
+fn files_takes_any_dump_the_user_names_and_refuses_a_huge_one_naming_the_limit() {
+    if !devnet_ready("files_takes_any_dump_the_user_names_and_refuses_a_huge_one_naming_the_limit")
+    {
+        return;
+    }
+    // Profiling set by the start script, dumps outside the working directory: devprof
+    // cannot see it on, but the user knows where the dumps are.
+    let (node, pid) = environ_clearing_node(
+        "files",
+        &[],
+        "mkdir -p /tmp/hidden && _RJEM_MALLOC_CONF=prof:true,lg_prof_sample:17,prof_prefix:/tmp/hidden/jeprof exec /usr/local/bin/demo-node",
+    );
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["heap", &node.0, "2"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains(
+            "jemalloc heap profiling is not on",
+        ));
+    let dump = dump_by_hand(&node.0, &pid, "/tmp/hidden/jeprof");
+    devprof(cwd.path())
+        .args(["heap", &node.0, "--files", &dump])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("not visible"));
+    let manifest = heap_artifacts_written(cwd.path(), &node.0);
+    let name = dump.rsplit('/').next().unwrap();
+    assert_eq!(manifest["heap"]["dumps"][0]["name"], name);
+    assert!(cwd
+        .path()
+        .join("profiling")
+        .join(&node.0)
+        .join(name)
+        .is_file());
+
+    // A file far larger than any heap dump (sparse: it takes no disk) is refused before
+    // anything of it is written, and the error names the limit.
+    docker_ok(&["exec", &node.0, "truncate", "-s", "3G", "/tmp/huge.heap"]);
+    let cwd2 = workdir();
+    devprof(cwd2.path())
+        .args(["heap", &node.0, "--files", "/tmp/huge.heap"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("/tmp/huge.heap"))
+        .stderr(predicate::str::contains("limit of 1.0 GiB for a heap dump"));
+    assert!(
+        files_under(cwd2.path()).is_empty(),
+        "{:?}",
+        files_under(cwd2.path())
+    );
+    // Not a regular file: refused by name.
+    devprof(cwd2.path())
+        .args(["heap", &node.0, "--files", "/dev/zero"])
+        .assert()
+        .code(6)
+        .stderr(predicate::str::contains("no regular file at /dev/zero"));
 }

@@ -142,7 +142,7 @@ proptest! {
             let dir = tempfile::tempdir().unwrap();
             let dest = dir.path().join("out");
             std::fs::create_dir(&dest).unwrap();
-            let _ = devprof::docker::archive::extract(&input[..], &dest, |p| Some(p.to_path_buf()));
+            let _ = devprof::docker::archive::extract(&input[..], &dest, |p| Some(p.to_path_buf()), devprof::docker::archive::CopyLimit::HEAP_DUMP);
             // Whatever happened, nothing landed outside the destination.
             let outside: Vec<_> = std::fs::read_dir(dir.path())
                 .unwrap()

@@ -322,6 +322,16 @@ fn the_busy_side_of_a_pipeline_is_chosen_and_process_names_beat_wrappers() {
 /// A heap capture as devprof writes it, `days_ago` old, listing its own files and the
 /// jemalloc dump `dump` (kept under its original name and reused by later captures).
 fn heap_capture(dir: &std::path::Path, days_ago: i64, dump: &str) -> Vec<std::path::PathBuf> {
+    heap_capture_with_modules(dir, days_ago, dump, &[])
+}
+
+/// `heap_capture` whose manifest names binaries of the symbol cache (`.symbols/<key>/<file>`).
+fn heap_capture_with_modules(
+    dir: &std::path::Path,
+    days_ago: i64,
+    dump: &str,
+    cached: &[&str],
+) -> Vec<std::path::PathBuf> {
     use devprof::store::{FileRecord, Manifest, Stem};
     let created = chrono::Local::now() - chrono::Duration::days(days_ago);
     let stem = Stem::reserve(dir, "heap", created).unwrap();
@@ -343,6 +353,17 @@ fn heap_capture(dir: &std::path::Path, days_ago: i64, dump: &str) -> Vec<std::pa
         kind: "heap".into(),
         created: created.to_rfc3339(),
         files: records,
+        heap: Some(devprof::profile::heap::HeapRecord {
+            modules: cached
+                .iter()
+                .map(|c| devprof::profile::heap::ModuleRecord {
+                    path: format!("/usr/lib/{c}"),
+                    symbols: "symtab".into(),
+                    cached: Some(c.to_string()),
+                })
+                .collect(),
+            ..Default::default()
+        }),
         ..Default::default()
     };
     manifest.container.name = "demo-seq".into();
@@ -404,4 +425,146 @@ fn touch_10_days_ago(path: &std::path::Path) {
         .unwrap()
         .success();
     assert!(ok, "touch {}", path.display());
+}
+
+#[test]
+fn clean_reclaims_cached_binaries_no_kept_capture_uses() {
+    let cwd = workdir();
+    let dir = cwd.path().join("profiling").join("demo-seq");
+    let cache = dir.join(".symbols");
+    let used = ".symbols/1111111111111111/demo-node";
+    let unused = ".symbols/2222222222222222/libold.so";
+    let fresh = ".symbols/3333333333333333/libnew.so";
+    for rel in [used, unused, fresh] {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "\x7fELF binary").unwrap();
+    }
+    // Old enough for retention, except the one a capture running now may have fetched.
+    touch_10_days_ago(&dir.join(used));
+    touch_10_days_ago(&dir.join(unused));
+    let dump = "jeprof.demo-seq.7.0.m0.heap";
+    std::fs::write(dir.join(dump), "heap_v2/131072\n").unwrap();
+    let capture = heap_capture_with_modules(&dir, 1, dump, &[used]);
+
+    let out = devprof(cwd.path())
+        .args(["clean", "--older", "7d", "--json"])
+        .assert()
+        .success();
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let reclaimed: Vec<String> = json["symbol_cache"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(reclaimed.len(), 1, "{json}");
+    assert!(reclaimed[0].ends_with(unused), "{json}");
+    assert!(!dir.join(unused).exists(), "an unused cached binary stayed");
+    assert!(
+        !cache.join("2222222222222222").exists(),
+        "its emptied key directory stayed"
+    );
+    assert!(
+        dir.join(used).is_file(),
+        "a binary a kept manifest uses went"
+    );
+    assert!(
+        dir.join(fresh).is_file(),
+        "a fresh binary (a capture running now) went"
+    );
+    assert!(capture.iter().all(|p| p.is_file()));
+
+    // With the capture that used it gone, its binary goes too (once old enough).
+    devprof(cwd.path())
+        .args(["clean", "--older", "12h"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1 cached binary of .symbols/"));
+    assert!(capture.iter().all(|p| !p.exists()));
+    assert!(!dir.join(used).exists());
+    assert!(dir.join(fresh).is_file());
+}
+
+#[test]
+fn a_third_ctrl_c_exits_130_at_once() {
+    if !devnet_ready("a_third_ctrl_c_exits_130_at_once") {
+        return;
+    }
+    let node = start_node("third", &["--init"], &[]);
+    let cwd = workdir();
+    let mut capture = spawn_capture(cwd.path(), &["cpu", &node.0, "30", "--mode", "exec"]);
+    capture.wait_for_window();
+    // Three in a row, faster than the second one's clean-up can finish.
+    for _ in 0..3 {
+        capture.interrupt();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Instant::now();
+    let output = capture.wait_with_output();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("third interrupt: exiting now"), "{stderr}");
+    // A liveness bound (no clean-up waited for), not a speed assertion.
+    assert!(sent.elapsed() < Duration::from_secs(10), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_while_folding_leaves_no_perf_script_in_the_target() {
+    if !devnet_ready("ctrl_c_while_folding_leaves_no_perf_script_in_the_target") {
+        return;
+    }
+    let node = start_node("fold", &["--init"], &[]);
+    let cwd = workdir();
+    // DWARF call graphs make `perf script` slow enough to be caught in the act.
+    let mut capture = spawn_capture(
+        cwd.path(),
+        &[
+            "cpu",
+            &node.0,
+            "6",
+            "--mode",
+            "exec",
+            "--call-graph",
+            "dwarf",
+        ],
+    );
+    capture.wait_for_text(devprof::engines::perf::FOLDING_STARTED);
+    let started = Instant::now();
+    while !container_processes(&node.0).contains(" script ") {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no perf script ran in {}",
+            node.0
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    capture.interrupt();
+    let output = capture.wait_with_output();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let left = container_processes(&node.0);
+    assert!(
+        !left
+            .lines()
+            .any(|l| l.contains("perf") && l.contains("devprof.")),
+        "perf left running in {}: {left}",
+        node.0
+    );
+    let tmp = docker_ok(&[
+        "exec",
+        &node.0,
+        "sh",
+        "-c",
+        "ls -d /tmp/devprof.* 2>/dev/null || true",
+    ]);
+    assert!(tmp.is_empty(), "temp directory left: {tmp}");
+    // What was home stays, with a manifest that says the fold was interrupted.
+    let manifest = read_manifest(&only_capture(cwd.path(), &node.0, "perf-"));
+    assert!(
+        manifest["notes"]
+            .to_string()
+            .contains("interrupted while folding"),
+        "{manifest}"
+    );
 }

@@ -433,8 +433,24 @@ async fn record_and_analyse<E: Engine>(
         call_graph: settings.call_graph,
         fold: settings.fold,
     };
+    let limit = super::liveness::collect_limit(settings.duration);
+    let collecting = super::liveness::within(
+        limit,
+        container,
+        "copy-out and perf script",
+        engine.collect(ready, &job),
+    );
     let collected: Collected = tokio::select! {
-        collected = engine.collect(ready, &job) => collected?,
+        collected = collecting => match collected {
+            Ok(c) => c,
+            Err(e) => {
+                // A step given up at its deadline leaves what it had written half-done.
+                if matches!(e, Error::PerfFailed { .. }) {
+                    stem.discard(super::session::ARTIFACT_EXTENSIONS);
+                }
+                return Err(e);
+            }
+        },
         stop = watch.until_stopped(window_start, false) => {
             stem.discard(super::session::ARTIFACT_EXTENSIONS);
             return Err(match stop {

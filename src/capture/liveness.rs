@@ -6,7 +6,8 @@
 
 use crate::docker::target::ContainerInfo;
 use crate::docker::{ContainerShell, Docker, Shell};
-use crate::error::Error;
+use crate::error::{Error, Result};
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 /// How often the container's state is asked for.
@@ -118,5 +119,71 @@ impl Watch {
             exit_code,
             at_secs: at.as_secs(),
         }
+    }
+}
+
+/// How long bringing a capture home (copy-out, `perf script` streamed through the folder)
+/// may take for a window of `window`: the data grows with the window, so does the limit.
+/// Generous: it is there for a stream that hangs, not to hurry a big capture.
+pub fn collect_limit(window: Duration) -> Duration {
+    Duration::from_secs(300) + window * 10
+}
+
+/// Runs `step` with a deadline: past `limit` it is dropped (which ends its Docker streams)
+/// and the error names the step, the container and the limit.
+pub async fn within<T>(
+    limit: Duration,
+    container: &str,
+    step: &str,
+    work: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(limit, work).await {
+        Ok(result) => result,
+        Err(_) => Err(Error::PerfFailed {
+            container: container.to_string(),
+            step: step.to_string(),
+            detail: format!(
+                "gave up after {} s (devprof's limit for this step); the container or the Docker engine stopped answering — check `docker ps` and the engine's log, then run again",
+                limit.as_secs()
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_step_that_never_ends_is_given_up_at_its_limit_naming_it() {
+        let started = Instant::now();
+        let never = std::future::pending::<Result<()>>();
+        let err = within(Duration::from_millis(200), "demo-seq", "perf script", never)
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        let text = err.to_string();
+        assert!(
+            text.contains("demo-seq")
+                && text.contains("perf script")
+                && text.contains("gave up after 0 s"),
+            "{text}"
+        );
+        let done = within(Duration::from_secs(5), "c", "s", async { Ok(7) })
+            .await
+            .unwrap();
+        assert_eq!(done, 7);
+    }
+
+    #[test]
+    fn the_collect_limit_grows_with_the_window() {
+        assert_eq!(
+            collect_limit(Duration::from_secs(0)),
+            Duration::from_secs(300)
+        );
+        assert_eq!(
+            collect_limit(Duration::from_secs(60)),
+            Duration::from_secs(900)
+        );
     }
 }

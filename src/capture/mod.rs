@@ -119,6 +119,8 @@ async fn lower_sysctls(shell: &Shell, facts: &ContainerFacts) -> Option<SavedSys
             "note: lowered the host's kernel.perf_event_paranoid ({} -> -1) and kptr_restrict ({} -> 0) for this capture (--allow-sysctl); they are restored when it ends",
             saved.paranoid, saved.kptr_restrict
         );
+        // Should a third Ctrl-C end devprof before it restores them, the user is told how.
+        crate::signals::set_exit_note(Some(saved.host_command()));
         Some(saved)
     } else {
         // A half-done change is undone too.
@@ -127,8 +129,19 @@ async fn lower_sysctls(shell: &Shell, facts: &ContainerFacts) -> Option<SavedSys
     }
 }
 
+impl SavedSysctls {
+    /// The command that restores them on the host.
+    fn host_command(&self) -> String {
+        format!(
+            "run on the host: sudo sysctl kernel.perf_event_paranoid={} kernel.kptr_restrict={}",
+            self.paranoid, self.kptr_restrict
+        )
+    }
+}
+
 /// Puts the sysctls back; when the container can no longer do it, says how to.
 async fn restore_sysctls(shell: &Shell, saved: SavedSysctls) {
+    crate::signals::set_exit_note(None);
     let script = format!(
         "echo {} > /proc/sys/kernel/perf_event_paranoid && echo {} > /proc/sys/kernel/kptr_restrict",
         saved.paranoid, saved.kptr_restrict
@@ -136,11 +149,9 @@ async fn restore_sysctls(shell: &Shell, saved: SavedSysctls) {
     let done = tokio::time::timeout(std::time::Duration::from_secs(10), shell.sh(&script)).await;
     if !matches!(done, Ok(Ok(ref o)) if o.success()) {
         eprintln!(
-            "warning: could not restore the host's sysctls through {}; run on the host: \
-             sudo sysctl kernel.perf_event_paranoid={} kernel.kptr_restrict={}",
+            "warning: could not restore the host's sysctls through {}; {}",
             shell.container(),
-            saved.paranoid,
-            saved.kptr_restrict
+            saved.host_command()
         );
     }
 }

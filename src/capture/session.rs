@@ -41,7 +41,11 @@ const CLEANUP_LIMIT: Duration = Duration::from_secs(20);
 
 /// Stops a recorder that may still run from `workdir` and removes the directory. The pid
 /// in the pidfile is signalled only while that process's command line still names
-/// `workdir` (the recorder writes there), never a process that reused the pid.
+/// `workdir` (the recorder writes there), never a process that reused the pid. Any other
+/// perf whose command line names `workdir` (a `perf script` reading its data, left when
+/// the stream that read it was dropped at a Ctrl-C) is killed too; the match is on the
+/// program name (`perf*`) so that this very shell, whose command line names the
+/// directory as well, is never one of them.
 pub async fn cleanup_workdir(shell: &Shell, workdir: &str) {
     let script = format!(
         "p=$(cat {wd}/perf.pid 2>/dev/null); \
@@ -51,7 +55,11 @@ pub async fn cleanup_workdir(shell: &Shell, workdir: &str) {
            kill -INT \"$p\" 2>/dev/null; i=0; \
            while kill -0 \"$p\" 2>/dev/null && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done; \
            kill -KILL \"$p\" 2>/dev/null; \
-         fi; rm -rf {wd}",
+         fi; \
+         for d in /proc/[0-9]*; do \
+           case \"$(cat $d/comm 2>/dev/null)\" in perf*) ;; *) continue;; esac; \
+           case \"$(tr '\\0' ' ' < $d/cmdline 2>/dev/null)\" in *{wd}*) kill -KILL \"${{d#/proc/}}\" 2>/dev/null;; esac; \
+         done; rm -rf {wd}",
         wd = quote(workdir)
     );
     match tokio::time::timeout(CLEANUP_LIMIT, shell.sh(&script)).await {

@@ -251,7 +251,8 @@ pub struct HeapArgs {
     #[arg(long, value_name = "N", conflicts_with = "files")]
     pub last: Option<usize>,
 
-    /// Merge exactly these dump files (names in the process's dump directory).
+    /// Merge exactly these dump files: names in the process's dump directory, or absolute
+    /// paths in the container (any dump file, even when devprof cannot see profiling on).
     #[arg(long, value_name = "A,B", value_delimiter = ',', num_args = 1..)]
     pub files: Vec<String>,
 

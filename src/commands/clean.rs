@@ -1,5 +1,7 @@
 //! `devprof clean --older AGE`: retention. Removes the files the manifests of old captures
-//! list, inside their directories, never through a link, each manifest last.
+//! list, inside their directories, never through a link, each manifest last; the leftovers
+//! of killed captures; and binaries of the heap symbol cache (`.symbols/`) that no kept
+//! manifest uses, once they are older than AGE.
 
 use crate::cli::CleanArgs;
 use crate::error::Result;
@@ -40,10 +42,26 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
             })
             .collect::<Vec<_>>()
     });
+    // Binaries cached for heap symbols that no capture left after this clean uses.
+    let orphaned = catalog::orphaned_symbol_cache(
+        &settings.output_dir,
+        settings.container.as_deref(),
+        &captures,
+        &expired,
+        cutoff,
+    )?;
+    let cache_plan: Vec<Action> = orphaned
+        .iter()
+        .map(|(path, bytes)| Action::Remove {
+            path: path.clone(),
+            bytes: *bytes,
+        })
+        .collect();
     let plans: Vec<Vec<Action>> = expired
         .iter()
         .map(|&i| catalog::spare_shared(catalog::removal_plan(&captures[i]), &listed))
         .chain(leftover_plans)
+        .chain(std::iter::once(cache_plan))
         .collect();
     for plan in plans {
         for action in plan {
@@ -69,6 +87,10 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
             }
         }
     }
+    if !settings.dry_run {
+        let cached: Vec<PathBuf> = orphaned.iter().map(|(p, _)| p.clone()).collect();
+        catalog::prune_empty_cache_dirs(&cached);
+    }
     if settings.json {
         let summary = serde_json::json!({
             "dry_run": settings.dry_run,
@@ -76,6 +98,7 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
             "keep_last": settings.keep_last,
             "captures": expired.iter().map(|&i| captures[i].manifest_path.clone()).collect::<Vec<_>>(),
             "leftovers": leftovers.iter().map(|l| l.reservation.clone()).collect::<Vec<_>>(),
+            "symbol_cache": orphaned.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(),
             "removed": removed_files,
             "kept": kept,
             "bytes_freed": freed,
@@ -111,6 +134,13 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
             "{verb} the leftovers of {} interrupted capture{} (no manifest, older than {age})",
             leftovers.len(),
             if leftovers.len() == 1 { "" } else { "s" }
+        );
+    }
+    if !orphaned.is_empty() {
+        println!(
+            "{verb} {} cached binar{} of .symbols/ that no kept capture uses (older than {age})",
+            orphaned.len(),
+            if orphaned.len() == 1 { "y" } else { "ies" }
         );
     }
     if spared_by_keep_last > 0 {

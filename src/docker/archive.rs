@@ -15,10 +15,51 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
+/// The most one copy-out may bring home. What is copied is named by the container (a
+/// heap dump lists the files it maps, a recording can grow without end), so every copy has
+/// a bound, and the error names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyLimit {
+    pub bytes: u64,
+    /// What is copied, for the error: "a heap dump".
+    pub what: &'static str,
+}
+
+impl CopyLimit {
+    pub const HEAP_DUMP: CopyLimit = CopyLimit {
+        bytes: 1 << 30,
+        what: "a heap dump",
+    };
+    pub const BINARY: CopyLimit = CopyLimit {
+        bytes: 2 << 30,
+        what: "a binary",
+    };
+    pub const RECORDING: CopyLimit = CopyLimit {
+        bytes: 64 << 30,
+        what: "a recording",
+    };
+    pub const REPORT: CopyLimit = CopyLimit {
+        bytes: 256 << 20,
+        what: "a report",
+    };
+}
+
 #[derive(Debug)]
 pub enum ArchiveError {
-    Unsafe { entry: String, why: String },
-    Io { context: String, source: io::Error },
+    Unsafe {
+        entry: String,
+        why: String,
+    },
+    Io {
+        context: String,
+        source: io::Error,
+    },
+    /// The archive holds more than the copy's limit.
+    TooLarge {
+        entry: String,
+        size: u64,
+        limit: CopyLimit,
+    },
 }
 
 impl ArchiveError {
@@ -29,21 +70,34 @@ impl ArchiveError {
                 entry,
                 why,
             },
+            ArchiveError::TooLarge { entry, size, limit } => Error::CopyTooLarge {
+                container: container.to_string(),
+                entry,
+                size,
+                limit: limit.bytes,
+                what: limit.what,
+            },
             ArchiveError::Io { context, source } => Error::io(context, source),
         }
     }
 }
 
 /// Extracts `reader` into `dest`. `rename` maps each entry's (validated, relative) path to
-/// the path to write under `dest`, or None to skip it. On any error the files written so
-/// far are removed again.
-pub fn extract<R, F>(reader: R, dest: &Path, mut rename: F) -> Result<Vec<PathBuf>, ArchiveError>
+/// the path to write under `dest`, or None to skip it. More than `limit` bytes of files in
+/// all is refused (by the entry's declared size, before anything of it is written). On any
+/// error the files written so far are removed again.
+pub fn extract<R, F>(
+    reader: R,
+    dest: &Path,
+    mut rename: F,
+    limit: CopyLimit,
+) -> Result<Vec<PathBuf>, ArchiveError>
 where
     R: Read,
     F: FnMut(&Path) -> Option<PathBuf>,
 {
     let mut written = Vec::new();
-    let result = extract_into(reader, dest, &mut rename, &mut written);
+    let result = extract_into(reader, dest, &mut rename, &mut written, limit);
     if result.is_err() {
         for path in &written {
             let _ = fs::remove_file(path);
@@ -57,6 +111,7 @@ fn extract_into<R, F>(
     dest: &Path,
     rename: &mut F,
     written: &mut Vec<PathBuf>,
+    limit: CopyLimit,
 ) -> Result<(), ArchiveError>
 where
     R: Read,
@@ -64,6 +119,7 @@ where
 {
     let io_err = |context: String| move |source| ArchiveError::Io { context, source };
     let mut archive = tar::Archive::new(reader);
+    let mut total: u64 = 0;
     let entries = archive
         .entries()
         .map_err(io_err("read archive".to_string()))?;
@@ -91,6 +147,15 @@ where
         let Some(target) = rename(&relative) else {
             continue;
         };
+        let size = entry.header().size().unwrap_or(u64::MAX);
+        total = total.saturating_add(size);
+        if total > limit.bytes {
+            return Err(ArchiveError::TooLarge {
+                entry: shown,
+                size,
+                limit,
+            });
+        }
         let target_relative = checked_relative(&target).map_err(|why| ArchiveError::Unsafe {
             entry: shown.clone(),
             why: format!("maps to '{}', which {why}", target.display()),
@@ -103,7 +168,9 @@ where
             .open(&path)
             .map_err(io_err(format!("create {}", path.display())))?;
         written.push(path.clone());
-        io::copy(&mut entry, &mut file).map_err(io_err(format!("write {}", path.display())))?;
+        // The declared size bounds the read too: tar stops an entry at its size.
+        io::copy(&mut (&mut entry).take(size), &mut file)
+            .map_err(io_err(format!("write {}", path.display())))?;
     }
     Ok(())
 }
@@ -161,12 +228,14 @@ fn create_parents_inside(dest: &Path, relative: &Path) -> Result<(), ArchiveErro
 impl Docker {
     /// Copies `source` (a file or directory in the container) into `dest_dir` through the
     /// archive API. Entries are renamed by `rename` (None skips one); any entry that would
-    /// land outside `dest_dir` fails the whole download. Returns the files written.
+    /// land outside `dest_dir` fails the whole download, and so does more than `limit`
+    /// (the stream is cut there). Returns the files written.
     pub async fn download<F>(
         &self,
         container: &str,
         source: &str,
         dest_dir: &Path,
+        limit: CopyLimit,
         rename: F,
     ) -> DevprofResult<Vec<PathBuf>>
     where
@@ -181,13 +250,39 @@ impl Docker {
         let (tx, reader) = pipe::channel();
         let dest = dest_dir.to_path_buf();
         let container_name = container.to_string();
+        let source_path = source.to_string();
         let extractor = tokio::task::spawn_blocking(move || {
-            extract(reader, &dest, rename).map_err(|e| e.into_error(&container_name))
+            extract(reader, &dest, rename, limit).map_err(|e| {
+                match e {
+                    // The path asked for says more than the archive's entry name.
+                    ArchiveError::TooLarge { size, limit, .. } => ArchiveError::TooLarge {
+                        entry: source_path,
+                        size,
+                        limit,
+                    },
+                    other => other,
+                }
+                .into_error(&container_name)
+            })
         });
         let mut fetch_error = None;
+        // Tar headers and padding on top of the files; past that the stream is cut.
+        let stream_limit = limit.bytes.saturating_add(1 << 20);
+        let mut received: u64 = 0;
         while let Some(chunk) = stream.next().await {
             match chunk {
                 Ok(bytes) => {
+                    received = received.saturating_add(bytes.len() as u64);
+                    if received > stream_limit {
+                        fetch_error = Some(Error::CopyTooLarge {
+                            container: container.to_string(),
+                            entry: source.to_string(),
+                            size: received,
+                            limit: limit.bytes,
+                            what: limit.what,
+                        });
+                        break;
+                    }
                     if tx.send(bytes).await.is_err() {
                         break; // the extractor stopped (it reports why)
                     }
@@ -209,6 +304,8 @@ impl Docker {
                 }
                 Err(e)
             }
+            // The extractor's own account of a cut stream is less clear than the limit.
+            (Some(e @ Error::CopyTooLarge { .. }), Err(_)) => Err(e),
             (_, result) => result,
         }
     }
@@ -365,7 +462,13 @@ mod tests {
     fn extracts_a_regular_file_under_its_new_name() {
         let dir = tempfile::tempdir().unwrap();
         let tar = hand_made_tar(&[("perf.data", tar::EntryType::Regular, b"PERFILE2")]);
-        let files = extract(&tar[..], dir.path(), |_| Some("perf-1.data".into())).unwrap();
+        let files = extract(
+            &tar[..],
+            dir.path(),
+            |_| Some("perf-1.data".into()),
+            CopyLimit::HEAP_DUMP,
+        )
+        .unwrap();
         assert_eq!(files, vec![dir.path().join("perf-1.data")]);
         assert_eq!(fs::read(&files[0]).unwrap(), b"PERFILE2");
     }
@@ -379,7 +482,7 @@ mod tests {
             ("ok.txt", tar::EntryType::Regular, b"fine"),
             ("../escaped.txt", tar::EntryType::Regular, b"evil"),
         ]);
-        let err = extract(&tar[..], &dest, keep_name).unwrap_err();
+        let err = extract(&tar[..], &dest, keep_name, CopyLimit::HEAP_DUMP).unwrap_err();
         assert!(matches!(err, ArchiveError::Unsafe { ref why, .. } if why.contains("..")));
         assert!(!outer.path().join("escaped.txt").exists());
         assert!(!dest.join("ok.txt").exists(), "partial output is removed");
@@ -389,7 +492,7 @@ mod tests {
     fn rejects_absolute_entry_hostile_tar() {
         let dir = tempfile::tempdir().unwrap();
         let tar = hand_made_tar(&[("/tmp/devprof-abs-escape", tar::EntryType::Regular, b"x")]);
-        let err = extract(&tar[..], dir.path(), keep_name).unwrap_err();
+        let err = extract(&tar[..], dir.path(), keep_name, CopyLimit::HEAP_DUMP).unwrap_err();
         assert!(matches!(err, ArchiveError::Unsafe { ref why, .. } if why.contains("absolute")));
     }
 
@@ -398,7 +501,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let tar = hand_made_tar(&[("link", tar::EntryType::Symlink, b"")]);
         assert!(matches!(
-            extract(&tar[..], dir.path(), keep_name),
+            extract(&tar[..], dir.path(), keep_name, CopyLimit::HEAP_DUMP),
             Err(ArchiveError::Unsafe { .. })
         ));
         assert!(fs::symlink_metadata(dir.path().join("link")).is_err());
@@ -410,8 +513,56 @@ mod tests {
         let dest = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), dest.path().join("sub")).unwrap();
         let tar = hand_made_tar(&[("sub/file", tar::EntryType::Regular, b"x")]);
-        assert!(extract(&tar[..], dest.path(), keep_name).is_err());
+        assert!(extract(&tar[..], dest.path(), keep_name, CopyLimit::HEAP_DUMP).is_err());
         assert!(!outside.path().join("file").exists());
+    }
+
+    #[test]
+    fn refuses_an_entry_larger_than_the_limit_before_writing_it_hostile_tar() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tar = hand_made_tar(&[("ok", tar::EntryType::Regular, b"fine")]);
+        // A header that declares 2^40 bytes and then ends: nothing of it may be written.
+        let mut header = tar::Header::new_gnu();
+        header.set_path("huge.heap").unwrap();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(1 << 40);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.splice(0..0, header.as_bytes().iter().copied());
+        let err = extract(&tar[..], dir.path(), keep_name, CopyLimit::HEAP_DUMP).unwrap_err();
+        assert!(
+            matches!(err, ArchiveError::TooLarge { ref entry, size, limit } if entry == "huge.heap" && size == 1 << 40 && limit == CopyLimit::HEAP_DUMP),
+            "{err:?}"
+        );
+        assert!(files_in(dir.path()).is_empty());
+        let shown = err.into_error("c").to_string();
+        assert!(
+            shown.contains("limit of 1.0 GiB for a heap dump"),
+            "{shown}"
+        );
+
+        // Several entries count together.
+        let small = CopyLimit {
+            bytes: 6,
+            what: "a test",
+        };
+        let two = hand_made_tar(&[
+            ("a", tar::EntryType::Regular, b"1234"),
+            ("b", tar::EntryType::Regular, b"5678"),
+        ]);
+        assert!(matches!(
+            extract(&two[..], dir.path(), keep_name, small),
+            Err(ArchiveError::TooLarge { .. })
+        ));
+        assert!(files_in(dir.path()).is_empty(), "partial output is removed");
+    }
+
+    fn files_in(dir: &Path) -> Vec<PathBuf> {
+        fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect()
     }
 
     #[test]
@@ -419,7 +570,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a"), b"old").unwrap();
         let tar = hand_made_tar(&[("a", tar::EntryType::Regular, b"new")]);
-        assert!(extract(&tar[..], dir.path(), keep_name).is_err());
+        assert!(extract(&tar[..], dir.path(), keep_name, CopyLimit::HEAP_DUMP).is_err());
         assert_eq!(fs::read(dir.path().join("a")).unwrap(), b"old");
     }
 }

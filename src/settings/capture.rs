@@ -481,7 +481,8 @@ pub fn pprof_url_of(raw: Option<String>) -> Result<Option<String>> {
     Ok(Some(format!("http://{authority}")))
 }
 
-/// `--files` names: dump file names as jemalloc wrote them, without directories, each once.
+/// `--files` names: dump file names as jemalloc wrote them (looked up in the process's dump
+/// directory), or absolute paths in the container (any file the user names), each once.
 fn heap_file_names(names: &[String]) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for raw in names {
@@ -489,13 +490,18 @@ fn heap_file_names(names: &[String]) -> Result<Vec<String>> {
         if name.is_empty() {
             return Err(Error::Usage("--files: empty name in the list".into()));
         }
-        if name.contains('/') || name == "." || name == ".." {
+        let absolute = name.starts_with('/')
+            && name.len() > 1
+            && !name.ends_with('/')
+            && !name.split('/').any(|part| part == "..");
+        if !absolute && (name.contains('/') || name == "." || name == "..") {
             return Err(Error::Usage(format!(
-                "--files: '{name}' is a path; give dump file names as the process wrote them \
-                 (e.g. jeprof.demo-seq.6.0.m0.heap), which devprof looks up in the process's dump directory"
+                "--files: '{name}' is a relative path; give dump file names as the process wrote them \
+                 (e.g. jeprof.demo-seq.6.0.m0.heap), which devprof looks up in the process's dump directory, \
+                 or a file's absolute path in the container (e.g. /tmp/jeprof.7.0.m0.heap)"
             )));
         }
-        if !name.ends_with(".heap") {
+        if !absolute && !name.ends_with(".heap") {
             return Err(Error::Usage(format!(
                 "--files: '{name}' is not a jemalloc dump name (<prefix>.<pid>.<seq>.<kind>.heap)"
             )));

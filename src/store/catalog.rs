@@ -377,6 +377,85 @@ pub fn leftovers(
     Ok(out)
 }
 
+/// Binaries cached for heap symbols (`<container>/.symbols/<key>/<file>`) that no kept
+/// capture uses any more: not named by the `cached` path of a module in any manifest that
+/// stays (`captures` minus `removed`), and older than `cutoff` (a heap capture running
+/// now may have fetched one and not yet written the manifest that names it). Only
+/// regular files two levels down are taken; links are never followed.
+pub fn orphaned_symbol_cache(
+    output_dir: &Path,
+    container: Option<&str>,
+    captures: &[Capture],
+    removed: &[usize],
+    cutoff: std::time::SystemTime,
+) -> Result<Vec<(PathBuf, u64)>> {
+    let names = match container {
+        Some(c) => vec![c.to_string()],
+        None => containers(output_dir)?,
+    };
+    let mut used = std::collections::HashSet::new();
+    for (i, c) in captures.iter().enumerate() {
+        if removed.contains(&i) {
+            continue;
+        }
+        let modules = c.manifest.heap.iter().flat_map(|h| h.modules.iter());
+        for cached in modules.filter_map(|m| m.cached.as_deref()) {
+            used.insert(c.dir.join(cached));
+        }
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let cache = output_dir.join(&name).join(SYMBOL_CACHE_DIR);
+        if !is_real_dir(&cache) {
+            continue;
+        }
+        let Ok(keys) = fs::read_dir(&cache) else {
+            continue;
+        };
+        let mut keys: Vec<PathBuf> = keys.flatten().map(|e| e.path()).collect();
+        keys.sort();
+        for key in keys.into_iter().filter(|k| is_real_dir(k)) {
+            let Ok(files) = fs::read_dir(&key) else {
+                continue;
+            };
+            let mut files: Vec<PathBuf> = files.flatten().map(|e| e.path()).collect();
+            files.sort();
+            for path in files {
+                let Ok(m) = fs::symlink_metadata(&path) else {
+                    continue;
+                };
+                let old = m.modified().is_ok_and(|t| t < cutoff);
+                if m.is_file() && old && !used.contains(&path) {
+                    out.push((path, m.len()));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The directory of the symbol cache (binaries fetched for heap and native CPU folds)
+/// inside a container's store directory.
+pub const SYMBOL_CACHE_DIR: &str = crate::symbols::binary::SYMBOL_CACHE;
+
+/// Removes the directories of the symbol cache that removals left empty (never through a
+/// link; a directory with anything left in it stays).
+pub fn prune_empty_cache_dirs(removed: &[PathBuf]) {
+    let mut dirs: Vec<&Path> = removed.iter().filter_map(|p| p.parent()).collect();
+    dirs.sort();
+    dirs.dedup();
+    for dir in dirs {
+        if is_real_dir(dir) {
+            let _ = fs::remove_dir(dir);
+        }
+        if let Some(cache) = dir.parent().filter(|c| c.ends_with(SYMBOL_CACHE_DIR)) {
+            if is_real_dir(cache) {
+                let _ = fs::remove_dir(cache);
+            }
+        }
+    }
+}
+
 /// Removes one planned file if it is still a regular file (checked again right before,
 /// so a file swapped for a link in the meantime is not followed). `Ok(false)` when it was
 /// gone or no longer a regular file.

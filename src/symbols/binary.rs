@@ -2,6 +2,7 @@
 //! temporary directory that is removed afterwards) and read by `elf`; and the files
 //! profiles point into, fetched once into the store's symbol cache (`fetch_cached`).
 
+use crate::docker::archive::CopyLimit;
 use crate::docker::{ContainerShell, Docker, Shell};
 use crate::symbols::elf::{self, ElfReport};
 use crate::text::quote;
@@ -54,7 +55,7 @@ pub async fn with_copy<T: Send + 'static>(
     let wanted = name.clone();
     let result = async {
         let files = docker
-            .download(container, path, &dir, move |entry| {
+            .download(container, path, &dir, CopyLimit::BINARY, move |entry| {
                 (entry == std::path::Path::new(&wanted)).then(|| PathBuf::from(&wanted))
             })
             .await
@@ -216,7 +217,7 @@ pub async fn fetch_cached(
             let rel = relative.clone();
             let fetched = shell
                 .docker()
-                .download(container, path, dir, move |e| {
+                .download(container, path, dir, CopyLimit::BINARY, move |e| {
                     (e == entry).then(|| rel.clone())
                 })
                 .await;

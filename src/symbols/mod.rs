@@ -8,4 +8,5 @@ pub mod demangle;
 pub mod elf;
 pub mod gopclntab;
 pub mod kallsyms;
+pub mod malloc_conf;
 pub mod module;

@@ -343,17 +343,22 @@ pub fn spawn_capture(cwd: &Path, args: &[&str]) -> RunningCapture {
 impl RunningCapture {
     /// Waits (bounded) until the capture window has opened.
     pub fn wait_for_window(&mut self) {
+        self.wait_for_text(WINDOW_STARTED)
+    }
+
+    /// Waits (bounded) until devprof has printed `text` on stderr.
+    pub fn wait_for_text(&mut self, text: &str) {
         let started = std::time::Instant::now();
-        while !self.stderr.lock().unwrap().contains(WINDOW_STARTED) {
+        while !self.stderr.lock().unwrap().contains(text) {
             if let Some(status) = self.child.try_wait().unwrap() {
                 panic!(
-                    "devprof ended ({status}) before its window opened: {}",
+                    "devprof ended ({status}) before it printed '{text}': {}",
                     self.stderr.lock().unwrap()
                 );
             }
             assert!(
                 started.elapsed() < std::time::Duration::from_secs(120),
-                "no capture window opened in 120 s: {}",
+                "devprof did not print '{text}' in 120 s: {}",
                 self.stderr.lock().unwrap()
             );
             std::thread::sleep(std::time::Duration::from_millis(100));

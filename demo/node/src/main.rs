@@ -10,10 +10,13 @@
 //! - `_RJEM_MALLOC_CONF`: jemalloc options, e.g. `prof:true,prof_prefix:/profiling/jeprof`
 //! - `DEMO_OPS_FILE`: when set, a file rewritten every 500 ms with `<ms since start> <units
 //!   of work done>`: the node's throughput, for measuring what profiling costs it
+//! - `DEMO_CLEAR_ENVIRON=1`: after start, blank the environment in place and turn the
+//!   command line into a status title, as servers that rewrite them for `ps` do
 //!
 //! Signals: SIGTERM/SIGINT exit at once; SIGUSR2 dumps a jemalloc heap profile.
 
 mod config;
+mod proctitle;
 mod workloads;
 
 use std::any::Any;
@@ -190,6 +193,17 @@ fn main() {
         process::exit(2)
     });
     log_settings(&settings);
+    // jemalloc read its settings at the first allocation, long before this point.
+    if std::env::var("DEMO_CLEAR_ENVIRON").as_deref() == Ok("1") {
+        let names: Vec<&str> = settings
+            .workloads
+            .iter()
+            .map(|w| w.workload.name())
+            .collect();
+        let cleared =
+            proctitle::clear_environ_and_retitle(&format!("demo-node: {}", names.join(",")));
+        println!("  environment cleared in place ({cleared} variables); command line retitled");
+    }
     if let Err(e) = handle_signals() {
         eprintln!("demo-node: cannot install signal handlers: {e}");
         process::exit(1);

@@ -3,7 +3,8 @@
 //! window (the dump signal, interval dumps), and copying them out through the archive API.
 
 use super::{HeapTarget, Obtained, DUMP_WAIT, POLL};
-use crate::docker::ContainerShell;
+use crate::docker::archive::CopyLimit;
+use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{
     parse_listing, select, DumpFile, DumpKind, SelectError, Selection, Signal,
@@ -31,14 +32,57 @@ done
 }
 
 pub(super) async fn list_dumps(target: &HeapTarget) -> Result<Vec<DumpFile>> {
-    let out = target
-        .shell
-        .sh(&listing_script(&target.dump_dir, &target.dump_base))
-        .await?;
+    listing_of(&target.shell, &target.dump_dir, &target.dump_base).await
+}
+
+/// The dumps named `<base>.*.heap` in `dir` of the container `shell` runs in.
+pub(super) async fn listing_of(shell: &Shell, dir: &str, base: &str) -> Result<Vec<DumpFile>> {
+    let out = shell.sh(&listing_script(dir, base)).await?;
     if out.stdout.trim() == "nodir" {
         return Ok(Vec::new());
     }
-    Ok(parse_listing(&target.dump_base, &out.stdout))
+    Ok(parse_listing(base, &out.stdout))
+}
+
+/// Dump files the user named by their path in the container: any file, whatever its name
+/// (a name jemalloc would write gives its pid and sequence).
+async fn named_paths(target: &HeapTarget, paths: &[String]) -> Result<Vec<DumpFile>> {
+    let script: String = paths
+        .iter()
+        .map(|p| {
+            format!(
+                "printf 'file\\t%s\\n' \"$(stat -L -c '%s %Y %F' -- {} 2>/dev/null)\"\n",
+                quote(p)
+            )
+        })
+        .collect();
+    let out = target.shell.sh(&script).await?;
+    let lines: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("file\t"))
+        .collect();
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for (i, path) in paths.iter().enumerate() {
+        let mut f = lines.get(i).copied().unwrap_or("").splitn(3, ' ');
+        let size = f.next().and_then(|v| v.parse::<u64>().ok());
+        let mtime = f.next().and_then(|v| v.parse::<i64>().ok());
+        let regular = f.next().is_some_and(|k| k.starts_with("regular"));
+        match (size, mtime, regular) {
+            (Some(size), Some(mtime), true) => found.push(DumpFile::at_path(path, size, mtime)),
+            _ => missing.push(path.clone()),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(Error::HeapNoDumps {
+            container: target.container.name.clone(),
+            what: format!("no regular file at {}", missing.join(", ")),
+            dir: target.dump_dir.clone(),
+            hint: "give paths as the process sees them in its container".into(),
+        });
+    }
+    Ok(found)
 }
 
 pub(super) fn dump_names(dumps: &[DumpFile]) -> Vec<String> {
@@ -68,7 +112,17 @@ pub(super) fn local_time(mtime: i64) -> String {
 }
 
 pub(super) async fn existing_dumps(target: &HeapTarget, selection: &Selection) -> Result<Obtained> {
-    let all = list_dumps(target).await?;
+    let mut all = list_dumps(target).await?;
+    if let Selection::Files(names) = selection {
+        let paths: Vec<String> = names
+            .iter()
+            .filter(|n| n.starts_with('/'))
+            .cloned()
+            .collect();
+        if !paths.is_empty() {
+            all.extend(named_paths(target, &paths).await?);
+        }
+    }
     let pid = target.process.pid;
     let own: Vec<DumpFile> = all.iter().filter(|d| d.pid == pid).cloned().collect();
     let listing = |dumps: &[DumpFile]| -> String {
@@ -358,15 +412,22 @@ pub(super) async fn fetch_dump(
             return Ok((local, false));
         }
     }
-    let source = format!("{}/{}", target.dump_dir.trim_end_matches('/'), dump.name);
+    let source = dump
+        .path
+        .clone()
+        .unwrap_or_else(|| format!("{}/{}", target.dump_dir.trim_end_matches('/'), dump.name));
     let entry = PathBuf::from(&dump.name);
     let new_name = PathBuf::from(&local);
     target
         .shell
         .docker()
-        .download(&target.container.name, &source, dir, move |e| {
-            (e == entry).then(|| new_name.clone())
-        })
+        .download(
+            &target.container.name,
+            &source,
+            dir,
+            CopyLimit::HEAP_DUMP,
+            move |e| (e == entry).then(|| new_name.clone()),
+        )
         .await?;
     if !dir.join(&local).is_file() {
         return Err(Error::HeapNoDumps {

@@ -20,12 +20,13 @@ mod report;
 use crate::docker::target::{ContainerInfo, ProcInfo};
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
-use crate::profile::heap::dumps::{catches, split_prefix, DumpFile, JemallocConf};
+use crate::profile::heap::dumps::{catches, split_prefix, DumpFile, JemallocConf, Selection};
 use crate::profile::heap::parse::Measure;
 use crate::runtime::{ProcessFacts, Runtime};
 use crate::settings::{HeapSettings, HeapSource};
 use crate::signals::Interrupts;
 use crate::store::{self, Manifest, Stem};
+use crate::symbols::malloc_conf::{compiled_conf, CompiledConf};
 use chrono::Local;
 use dumps::{existing_dumps, fresh_dumps};
 use report::analyse;
@@ -86,7 +87,8 @@ pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> R
     if located.runtime == Runtime::Go {
         return go_heap(located, settings, interrupts).await;
     }
-    let target = find_heap_target(located, settings.signal.number).await?;
+    let named_files = matches!(settings.source, HeapSource::Existing(Selection::Files(_)));
+    let target = find_heap_target(located, settings.signal.number, !named_files).await?;
     if settings.measure == Measure::Allocated && !target.conf.accumulates() {
         return Err(Error::Usage(format!(
             "--alloc needs accumulated counts, which jemalloc writes only with prof_accum:true; process {} of '{}' \
@@ -177,8 +179,13 @@ async fn go_heap(
 }
 
 /// Connects, resolves the container, finds the process (no perf needed) and reads its
-/// jemalloc settings; fails when profiling is off.
-async fn find_heap_target(located: super::Located, signal: u32) -> Result<HeapTarget> {
+/// jemalloc settings from every source it has (see `Enablement`); fails when profiling is
+/// not seen on, unless `require_on` is false (`--files`: the user names the dumps).
+async fn find_heap_target(
+    located: super::Located,
+    signal: u32,
+    require_on: bool,
+) -> Result<HeapTarget> {
     let super::Located {
         container,
         shell,
@@ -202,24 +209,74 @@ async fn find_heap_target(located: super::Located, signal: u32) -> Result<HeapTa
         }
     }
     let (variable, value) = facts.conf();
-    let conf = JemallocConf::parse(&value.clone().unwrap_or_default());
+    let cwd = facts.cwd.clone().unwrap_or_else(|| "/".to_string());
+    let mut enablement = Enablement::default();
+    if let Some((path, text)) = facts.config_file(&variable) {
+        enablement.add(format!("{path} (symlink)"), text);
+    }
+    if let Some(v) = &value {
+        enablement.add(variable.clone(), v.clone());
+    }
+    // The binary's compiled-in options cost a copy of the binary: read only when the
+    // cheaper sources leave profiling off without saying prof:false.
+    if !enablement.conf().profiling() && !enablement.says_off() {
+        if let Some(compiled) = compiled_conf_of(&shell, &container, process.pid).await {
+            if let Some((symbol, text)) = compiled.early {
+                enablement.add_first(format!("the binary's {symbol}"), text);
+            }
+            if let Some((symbol, text)) = compiled.late {
+                enablement.add(format!("the binary's {symbol}"), text);
+            }
+        }
+    }
+    let mut conf = enablement.conf();
+    let (mut dump_dir, mut dump_base) = split_prefix(conf.prefix(), &cwd);
+    if !conf.profiling() && !enablement.says_off() {
+        // Dumps this very process wrote prove that its profiling is on, whatever its
+        // settings read now.
+        let own = dumps::listing_of(&shell, &dump_dir, &dump_base)
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|d| d.pid == process.pid)
+            .count();
+        if own > 0 {
+            enablement.add(
+                format!("{own} dump(s) of pid {} already in {dump_dir}", process.pid),
+                "prof:true".to_string(),
+            );
+            conf = enablement.conf();
+            (dump_dir, dump_base) = split_prefix(conf.prefix(), &cwd);
+        }
+    }
     if !conf.profiling() {
-        let found = match &value {
+        let mut found = match &value {
             None if facts.uses_jemalloc() => format!("{variable} is not set"),
             None => format!(
                 "{variable} is not set, and no jemalloc was found in the program (a program with another allocator has no jemalloc heap profiles)"
             ),
             Some(v) => format!("{variable}={v} has no prof:true"),
         };
-        return Err(Error::HeapProfilingOff {
+        found.push_str(&format!(
+            "; also checked: {}, the binary's malloc_conf, and dumps of pid {} in {dump_dir}",
+            facts.config_file_name(&variable),
+            process.pid
+        ));
+        let error = Error::HeapProfilingOff {
             container: container.name.clone(),
             pid: process.pid,
             program: process.program().to_string(),
-            variable,
+            variable: variable.clone(),
             found,
-        });
+        };
+        if require_on {
+            return Err(error);
+        }
+        eprintln!(
+            "note: jemalloc profiling of pid {} is not visible ({variable} unset, no config file, no compiled-in options, no dumps of its own); rendering the dumps named with --files",
+            process.pid
+        );
     }
-    let (dump_dir, dump_base) = split_prefix(conf.prefix(), facts.cwd.as_deref().unwrap_or("/"));
     Ok(HeapTarget {
         catches_signal: facts.sigcgt.as_deref().is_some_and(|m| catches(m, signal)),
         shell,
@@ -227,16 +284,85 @@ async fn find_heap_target(located: super::Located, signal: u32) -> Result<HeapTa
         process,
         process_facts,
         runtime,
-        conf_variable: variable,
-        conf_text: value.unwrap_or_default(),
+        conf_variable: enablement.source_names().unwrap_or(variable),
+        conf_text: enablement.text(),
         conf,
         dump_dir,
         dump_base,
     })
 }
 
-/// Prints `env`, `cwd`, `sigcgt` and `reads` (the variable the program's jemalloc reads,
-/// found in its binary) lines for `pid`.
+/// The jemalloc options of a process, merged from its sources in jemalloc's own order
+/// (the binary's `malloc_conf`, the config file's symlink, the variable; a later option
+/// overrides an earlier one), with the name of each source.
+#[derive(Debug, Default)]
+struct Enablement {
+    sources: Vec<(String, String)>,
+}
+
+impl Enablement {
+    fn add(&mut self, source: String, text: String) {
+        if !text.trim().is_empty() {
+            self.sources.push((source, text));
+        }
+    }
+
+    fn add_first(&mut self, source: String, text: String) {
+        if !text.trim().is_empty() {
+            self.sources.insert(0, (source, text));
+        }
+    }
+
+    fn text(&self) -> String {
+        self.sources
+            .iter()
+            .map(|(_, t)| t.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn conf(&self) -> JemallocConf {
+        JemallocConf::parse(&self.text())
+    }
+
+    /// An explicit `prof:false` (no other source can turn it on later).
+    fn says_off(&self) -> bool {
+        self.conf().options.get("prof").is_some_and(|v| v != "true")
+    }
+
+    fn source_names(&self) -> Option<String> {
+        (!self.sources.is_empty()).then(|| {
+            self.sources
+                .iter()
+                .map(|(s, _)| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" + ")
+        })
+    }
+}
+
+/// The jemalloc options compiled into the process's binary, read from a copy taken out of
+/// the container into a private temporary directory (bounded like every copy-out); None
+/// when the binary cannot be had.
+async fn compiled_conf_of(
+    shell: &Shell,
+    container: &ContainerInfo,
+    pid: u32,
+) -> Option<CompiledConf> {
+    let exe = crate::symbols::binary::resolve(shell, &format!("/proc/{pid}/exe"))
+        .await
+        .ok()
+        .filter(|p| p.starts_with('/') && !p.starts_with("/proc/"))?;
+    crate::symbols::binary::with_copy(shell.docker(), &container.name, &exe, |local| {
+        compiled_conf(local)
+    })
+    .await
+    .ok()
+}
+
+/// Prints `env`, `cwd`, `sigcgt`, `reads` (the variable the program's jemalloc reads,
+/// found in its binary), `lib` and `conffile` (jemalloc's config-file symlinks, read in
+/// the process's own root) lines for `pid`.
 fn jemalloc_probe_script(pid: u32) -> String {
     format!(
         r#"p={pid}
@@ -251,6 +377,9 @@ if command -v grep >/dev/null 2>&1; then
   elif grep -q -a MALLOC_CONF /proc/$p/exe 2>/dev/null; then printf 'reads\tMALLOC_CONF\n'
   fi
 fi
+for f in /etc/malloc.conf /etc/_rjem_malloc.conf; do
+  t=$(readlink "/proc/$p/root$f" 2>/dev/null) && printf 'conffile\t%s\t%s\n' "$f" "$t"
+done
 "#
     )
 }
@@ -262,6 +391,8 @@ struct JemallocFacts {
     sigcgt: Option<String>,
     reads: Option<String>,
     jemalloc_libs: Vec<String>,
+    /// `/etc/[_rjem_]malloc.conf` symlinks in the process's root, with their targets.
+    config_files: Vec<(String, String)>,
 }
 
 impl JemallocFacts {
@@ -281,6 +412,11 @@ impl JemallocFacts {
                 "sigcgt" => f.sigcgt = Some(v.trim().to_string()),
                 "reads" => f.reads = Some(v.trim().to_string()),
                 "lib" => f.jemalloc_libs.push(v.trim().to_string()),
+                "conffile" => {
+                    if let Some((path, target)) = v.split_once('\t') {
+                        f.config_files.push((path.to_string(), target.to_string()));
+                    }
+                }
                 _ => {}
             }
         }
@@ -298,6 +434,25 @@ impl JemallocFacts {
             }
         }
         !self.env.is_empty()
+    }
+
+    /// The config file a jemalloc reading `variable` looks at: the prefix of the variable
+    /// names the file (`_RJEM_MALLOC_CONF` -> `/etc/_rjem_malloc.conf`).
+    fn config_file_name(&self, variable: &str) -> &'static str {
+        match variable {
+            "_RJEM_MALLOC_CONF" => "/etc/_rjem_malloc.conf",
+            "MALLOC_CONF" => "/etc/malloc.conf",
+            _ => "/etc/_rjem_malloc.conf or /etc/malloc.conf",
+        }
+    }
+
+    /// The config file's symlink target, when the file this jemalloc reads is there.
+    fn config_file(&self, variable: &str) -> Option<(String, String)> {
+        let wanted = self.config_file_name(variable);
+        self.config_files
+            .iter()
+            .find(|(path, _)| wanted.split(" or ").any(|w| w == path))
+            .cloned()
     }
 
     fn uses_jemalloc(&self) -> bool {
@@ -352,6 +507,43 @@ mod tests {
         assert!(JemallocConf::parse(&value.unwrap()).profiling());
         let mut none = JemallocFacts::default();
         assert!(!none.adopt_configured_env(&["PATH=/usr/bin".to_string()]));
+    }
+
+    #[test]
+    fn sources_merge_in_jemallocs_order_and_the_config_file_matches_the_prefix() {
+        let f = JemallocFacts::parse(
+            "reads\t_RJEM_MALLOC_CONF\nconffile\t/etc/malloc.conf\tprof:false\n\
+             conffile\t/etc/_rjem_malloc.conf\tprof:true,prof_prefix:/tmp/jeprof\n",
+        );
+        // The prefixed jemalloc reads its own file, not the unprefixed one.
+        let (path, text) = f.config_file("_RJEM_MALLOC_CONF").unwrap();
+        assert_eq!(path, "/etc/_rjem_malloc.conf");
+        assert_eq!(text, "prof:true,prof_prefix:/tmp/jeprof");
+        assert_eq!(f.config_file("MALLOC_CONF").unwrap().1, "prof:false");
+
+        let mut e = Enablement::default();
+        e.add(format!("{path} (symlink)"), text);
+        e.add("_RJEM_MALLOC_CONF".into(), "lg_prof_sample:17".into());
+        e.add_first(
+            "the binary's _rjem_malloc_conf".into(),
+            "prof:false,prof_prefix:/x".into(),
+        );
+        let conf = e.conf();
+        assert!(
+            conf.profiling(),
+            "the file overrides the compiled-in prof:false"
+        );
+        assert_eq!(conf.prefix(), "/tmp/jeprof");
+        assert_eq!(conf.lg_sample(), 17);
+        assert!(!e.says_off());
+        assert_eq!(
+            e.source_names().unwrap(),
+            "the binary's _rjem_malloc_conf + /etc/_rjem_malloc.conf (symlink) + _RJEM_MALLOC_CONF"
+        );
+        // The variable, read last, can turn it off again.
+        e.add("_RJEM_MALLOC_CONF".into(), "prof:false".into());
+        assert!(!e.conf().profiling() && e.says_off());
+        assert_eq!(Enablement::default().source_names(), None);
     }
 
     #[test]

@@ -181,7 +181,17 @@ async fn record_and_summarize(
     ensure_data_written(shell, &data_in_container, &recording.output.stderr, &stem).await?;
 
     let t = Instant::now();
-    download_data(shell, &data_in_container, &stem).await?;
+    // Copy-out and the summary share one deadline, as in a CPU capture.
+    let deadline = Instant::now() + super::liveness::collect_limit(settings.duration);
+    let container = target.container.name.clone();
+    super::liveness::within(
+        deadline.saturating_duration_since(Instant::now()),
+        &container,
+        "copy-out of perf.data",
+        download_data(shell, &data_in_container, &stem),
+    )
+    .await
+    .inspect_err(|_| stem.discard(&["data"]))?;
     timings.insert("download".to_string(), t.elapsed().as_millis() as u64);
 
     let mode = match settings.mode {
@@ -276,6 +286,12 @@ async fn record_and_summarize(
             }
         }
     };
+    let summarizing = super::liveness::within(
+        deadline.saturating_duration_since(Instant::now()),
+        &container,
+        "summary (perf script)",
+        summarizing,
+    );
     let streamed = tokio::select! {
         streamed = summarizing => streamed,
         _ = interrupts.next() => {

@@ -6,6 +6,7 @@
 pub mod release;
 
 use super::{CollectJob, Collected, Engine, RecordCommand, RecordJob, Tool};
+use crate::docker::archive::CopyLimit;
 use crate::docker::archive::UploadFile;
 use crate::docker::probe::{ContainerFacts, CAP_PERFMON, CAP_SYS_ADMIN};
 use crate::docker::target::ProcInfo;
@@ -138,9 +139,15 @@ impl AsprofEngine {
         let name = job.stem.file_name(ASPROF_HTML);
         job.shell
             .docker()
-            .download(job.shell.container(), &html, job.stem.dir(), move |entry| {
-                (entry == std::path::Path::new(HTML_NAME)).then(|| PathBuf::from(&name))
-            })
+            .download(
+                job.shell.container(),
+                &html,
+                job.stem.dir(),
+                CopyLimit::REPORT,
+                move |entry| {
+                    (entry == std::path::Path::new(HTML_NAME)).then(|| PathBuf::from(&name))
+                },
+            )
             .await
             .map(|_| ())
     }

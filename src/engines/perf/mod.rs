@@ -17,6 +17,7 @@ pub use report::{first_error_line, parse_record_report, RecordReport};
 pub use tool::{build_option_on, find_perf, major_minor, order_perf_candidates, PerfTool};
 
 use super::{CollectJob, Collected, Engine, RecordCommand, RecordJob, Tool};
+use crate::docker::archive::CopyLimit;
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::ProcInfo;
 use crate::docker::{ContainerShell, Shell};
@@ -41,6 +42,9 @@ pub struct PerfReady {
     pub perf: PerfTool,
     pub access: Access,
 }
+
+/// What devprof prints on stderr (without a terminal) as `perf script` starts.
+pub const FOLDING_STARTED: &str = "folding started (perf script)";
 
 /// perf.data's name in the workdir.
 const DATA_NAME: &str = "perf.data";
@@ -160,6 +164,10 @@ impl Engine for PerfEngine {
         let started = Instant::now();
 
         let spinner = progress::spinner("symbolizing and folding stacks (perf script)");
+        // Without a terminal there is no spinner: one line says the fold began.
+        if spinner.is_hidden() {
+            eprintln!("{}: {FOLDING_STARTED}", job.shell.container());
+        }
         let mut script_argv: Vec<String> = vec![
             ready.perf.path.clone(),
             "script".into(),
@@ -347,6 +355,7 @@ pub async fn download_data(shell: &Shell, data_in_container: &str, stem: &Stem) 
             shell.container(),
             data_in_container,
             stem.dir(),
+            CopyLimit::RECORDING,
             move |entry| (entry == source_name).then(|| PathBuf::from(&data_name)),
         )
         .await;

@@ -16,6 +16,8 @@ pub enum DumpKind {
     Growth(u64),
     /// `f`: at exit (prof_final).
     Final,
+    /// A file the user named by its path, whose name is not one jemalloc writes.
+    Named,
 }
 
 impl DumpKind {
@@ -25,6 +27,7 @@ impl DumpKind {
             DumpKind::Interval(_) => "interval",
             DumpKind::Growth(_) => "heap high-water mark",
             DumpKind::Final => "at exit",
+            DumpKind::Named => "named by path",
         }
     }
 }
@@ -40,6 +43,34 @@ pub struct DumpFile {
     pub size: u64,
     /// Modification time, seconds since the epoch.
     pub mtime: i64,
+    /// Its full path in the container, when it was named by path (`--files /dir/x.heap`);
+    /// None for a file of the process's dump directory.
+    pub path: Option<String>,
+}
+
+impl DumpFile {
+    /// A file named by its full path; pid and sequence come from a name jemalloc would
+    /// write (`<anything>.<pid>.<seq>.<kind>.heap`), else 0.
+    pub fn at_path(path: &str, size: u64, mtime: i64) -> DumpFile {
+        let name = path.rsplit('/').next().unwrap_or(path).to_string();
+        let parsed = name
+            .strip_suffix(".heap")
+            .and_then(|stem| {
+                let parts: Vec<&str> = stem.rsplitn(4, '.').collect();
+                (parts.len() == 4).then(|| parts[3].to_string())
+            })
+            .and_then(|base| parse_dump_name(&base, &name));
+        let (pid, seq, kind) = parsed.unwrap_or((0, 0, DumpKind::Named));
+        DumpFile {
+            name,
+            pid,
+            seq,
+            kind,
+            size,
+            mtime,
+            path: Some(path.to_string()),
+        }
+    }
 }
 
 /// `<base>.<pid>.<seq>.<kind>.heap` -> (pid, seq, kind), where `base` is the file-name part
@@ -88,6 +119,7 @@ pub fn parse_listing(base: &str, text: &str) -> Vec<DumpFile> {
                 kind,
                 size,
                 mtime,
+                path: None,
             })
         })
         .collect();
@@ -148,9 +180,13 @@ pub fn select(
         Selection::All => newest(own.len().max(1)),
         Selection::Last(n) => newest(*n),
         Selection::Files(names) => {
+            let named = |d: &DumpFile, n: &String| match &d.path {
+                Some(p) => p == n,
+                None => &d.name == n,
+            };
             let missing: Vec<String> = names
                 .iter()
-                .filter(|n| !all.iter().any(|d| &d.name == *n))
+                .filter(|n| !all.iter().any(|d| named(d, n)))
                 .cloned()
                 .collect();
             if !missing.is_empty() {
@@ -158,7 +194,7 @@ pub fn select(
             }
             let mut chosen: Vec<DumpFile> = all
                 .iter()
-                .filter(|d| names.contains(&d.name))
+                .filter(|d| names.iter().any(|n| named(d, n)))
                 .cloned()
                 .collect();
             sort_dumps(&mut chosen);
@@ -329,6 +365,7 @@ mod tests {
             kind: DumpKind::Manual(seq),
             size: 100,
             mtime,
+            path: None,
         }
     }
 
