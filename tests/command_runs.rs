@@ -255,6 +255,7 @@ fn stat_manifests(cwd: &Path) -> Vec<std::path::PathBuf> {
             let name = p.file_name().unwrap().to_string_lossy().to_string();
             name.starts_with("stat-") && name.ends_with(".json")
         })
+        .map(|p| cwd.join(p))
         .collect();
     all.sort_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap());
     all

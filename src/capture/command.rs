@@ -91,6 +91,17 @@ impl Launch<'_> {
     pub fn argv(&self) -> Vec<String> {
         let mut inner_args: Vec<String> = self.tool.to_vec();
         inner_args.push("--".into());
+        // perf puts its own directories in front of its workload's PATH: the command gets
+        // the process's PATH back (kept aside as PERF_RUN_PATH by `in_process_env`).
+        inner_args.extend(
+            [
+                "sh",
+                "-c",
+                "if [ -n \"${PERF_RUN_PATH+x}\" ]; then PATH=$PERF_RUN_PATH; export PATH; unset PERF_RUN_PATH; fi; exec \"$@\"",
+                "sh",
+            ]
+            .map(String::from),
+        );
         inner_args.extend(self.run_as.prefix());
         inner_args.extend(self.command.iter().cloned());
         let wd = self.workdir;
@@ -145,10 +156,18 @@ fn in_process_env(pid: u32, argv: &[String], files: Option<(&str, &str)>) -> Str
         None => String::new(),
     };
     // xargs appends the environment after the fixed arguments; the inner shell rotates
-    // the first n behind them, so `env -i` sees NAME=VALUE... then the command.
+    // the first n behind them, so `env -i` sees NAME=VALUE... then the command. For a run
+    // under perf, the process's PATH is also kept aside as PERF_RUN_PATH (see `argv`).
+    let keep_path = match files {
+        Some(_) => {
+            "m=$(($# - n)); i=0; for a in \"$@\"; do [ $i -lt $m ] || break; i=$((i+1)); \
+             case $a in PATH=*) set -- \"PERF_RUN_PATH=${a#PATH=}\" \"$@\"; break;; esac; done; "
+        }
+        None => "",
+    };
     let inner = format!(
         "n=$1; shift; i=0; while [ $i -lt $n ]; do set -- \"$@\" \"$1\"; shift; i=$((i+1)); done; \
-         {guard}exec env -i \"$@\""
+         {keep_path}{guard}exec env -i \"$@\""
     );
     format!(
         "xargs -0 sh -c {inner} sh {n} {args} < /proc/{pid}/environ",

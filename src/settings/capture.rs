@@ -97,8 +97,7 @@ impl CpuSettings {
             if matches!(
                 engine,
                 EngineChoice::PySpy | EngineChoice::Asprof | EngineChoice::Pprof
-            )
-                || args.wall
+            ) || args.wall
                 || args.asprof_html
             {
                 return Err(Error::Usage(
