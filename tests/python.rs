@@ -40,10 +40,18 @@ fn demo_py_is_profiled_with_py_spy_and_python_names() {
         "only {:.1}% of samples carry a Python function",
         share * 100.0
     );
-    let top: Vec<String> = folded.top_self(3).into_iter().map(|(f, _)| f).collect();
+    // Threads parked in threading's waits still show from a sidecar (py-spy's idle test
+    // misses them there; README says to use --gil): rank the functions that do work.
+    let top: Vec<String> = folded
+        .top_self(usize::MAX)
+        .into_iter()
+        .map(|(f, _)| f)
+        .filter(|f| !f.contains("(threading.py:"))
+        .take(3)
+        .collect();
     assert!(
         top.iter().any(|f| f.starts_with("hash_loop (busy.py:")),
-        "hash_loop not in the top 3: {top:?}"
+        "hash_loop not in the top 3 working functions: {top:?}"
     );
 }
 
