@@ -762,3 +762,77 @@ fn files_takes_any_dump_the_user_names_and_refuses_a_huge_one_naming_the_limit()
         .code(6)
         .stderr(predicate::str::contains("no regular file at /dev/zero"));
 }
+
+/// A restarted container often gets its old pid back while the old process's dumps stay
+/// (here in the container's own /tmp): they once made devprof wait for a sequence number
+/// the new process would not reach for a while, and fail with "no new dump appeared".
+#[test]
+fn heap_window_after_a_restart_that_reused_the_pid_ignores_the_old_process_dumps() {
+    if !devnet_ready(
+        "heap_window_after_a_restart_that_reused_the_pid_ignores_the_old_process_dumps",
+    ) {
+        return;
+    }
+    let name = unique("devprof-test-restart");
+    let _guard = run_container(
+        &name,
+        &[
+            "-e",
+            "DEMO_WORKLOADS=alloc_blocks:5",
+            "-e",
+            "_RJEM_MALLOC_CONF=prof:true,prof_accum:true,prof_prefix:/tmp/jeprof",
+        ],
+        &demo_image(),
+        &[],
+    );
+    let node_pid = |name: &str| {
+        let started = std::time::Instant::now();
+        loop {
+            let out = docker(&["exec", name, "pgrep", "-x", "demo-node"]);
+            let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if !pid.is_empty() {
+                return pid;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(15),
+                "no demo-node in {name}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    let pid = node_pid(&name);
+    // The old process writes dumps 0, 1 and 2.
+    dump_by_hand(&name, &pid, "/tmp/jeprof");
+    for seq in 1..3 {
+        docker_ok(&["exec", &name, "kill", "-USR2", &pid]);
+        let path = format!("/tmp/jeprof.{pid}.{seq}.m{seq}.heap");
+        let started = std::time::Instant::now();
+        while !docker(&["exec", &name, "test", "-s", &path])
+            .status
+            .success()
+        {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(15),
+                "no dump {path}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+    // The dumps' times must fall before the new process's start, to the second.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    docker_ok(&["restart", "-t", "1", &name]);
+    assert_eq!(
+        node_pid(&name),
+        pid,
+        "the restarted node has its old pid back"
+    );
+    let old = docker_ok(&["exec", &name, "sh", "-c", "ls /tmp/jeprof.*.heap | wc -l"]);
+    assert_eq!(old, "3", "the old process's dumps are still there");
+
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["heap", &name, "3"])
+        .assert()
+        .success();
+    heap_artifacts_written(cwd.path(), &name);
+}

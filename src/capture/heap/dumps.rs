@@ -35,6 +35,17 @@ pub(super) async fn list_dumps(target: &HeapTarget) -> Result<Vec<DumpFile>> {
     listing_of(&target.shell, &target.dump_dir, &target.dump_base).await
 }
 
+/// The listing without the dumps an earlier process of the same pid left behind (a
+/// restarted container often gets its old pid back, and its dumps stay on a volume): they
+/// are older than the process. Waiting for a fresh dump must never count them.
+async fn dumps_since_process_start(target: &HeapTarget) -> Result<Vec<DumpFile>> {
+    let mut all = list_dumps(target).await?;
+    if let Some(started) = target.process_started {
+        all.retain(|d| d.pid != target.process.pid || d.mtime <= 0 || d.mtime >= started);
+    }
+    Ok(all)
+}
+
 /// The dumps named `<base>.*.heap` in `dir` of the container `shell` runs in.
 pub(super) async fn listing_of(shell: &Shell, dir: &str, base: &str) -> Result<Vec<DumpFile>> {
     let out = shell.sh(&listing_script(dir, base)).await?;
@@ -214,7 +225,7 @@ pub(super) async fn fresh_dumps(
             ),
         });
     }
-    let before = list_dumps(target).await?;
+    let before = dumps_since_process_start(target).await?;
     let mut last_seq = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
     let label = format!("heap dumps of {} (pid {pid})", target.container.name);
     // In a session, the start dump is asked for when every capture is ready.
@@ -276,7 +287,7 @@ pub(super) async fn fresh_dumps(
     }
     if target.catches_signal {
         bar.set_message(format!("SIG{signal_name}: dump at the end"));
-        let now = list_dumps(target).await?;
+        let now = dumps_since_process_start(target).await?;
         let seq = now
             .iter()
             .filter(|d| d.pid == pid)
@@ -291,7 +302,7 @@ pub(super) async fn fresh_dumps(
     bar.finish_and_clear();
     let stopped_at = chrono::Local::now();
     let before_max = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
-    let after = list_dumps(target).await?;
+    let after = dumps_since_process_start(target).await?;
     let fresh: Vec<DumpFile> = after
         .into_iter()
         .filter(|d| d.pid == pid && before_max.is_none_or(|m| d.seq > m))
@@ -363,7 +374,7 @@ pub(super) async fn request_dump(
     let mut seen: Option<DumpFile> = None;
     loop {
         tokio::time::sleep(POLL).await;
-        let newest = list_dumps(target)
+        let newest = dumps_since_process_start(target)
             .await?
             .into_iter()
             .filter(|d| d.pid == pid && after_seq.is_none_or(|s| d.seq > s))

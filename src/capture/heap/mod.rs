@@ -67,6 +67,8 @@ pub(super) struct HeapTarget {
     pub(super) dump_dir: String,
     pub(super) dump_base: String,
     pub(super) catches_signal: bool,
+    /// When the process started, seconds since the epoch (from /proc/<pid>/stat).
+    pub(super) process_started: Option<i64>,
 }
 
 /// Dumps obtained for the capture: every one brought home, and those merged.
@@ -279,6 +281,7 @@ async fn find_heap_target(
     }
     Ok(HeapTarget {
         catches_signal: facts.sigcgt.as_deref().is_some_and(|m| catches(m, signal)),
+        process_started: facts.process_started(),
         shell,
         container,
         process,
@@ -377,6 +380,9 @@ if command -v grep >/dev/null 2>&1; then
   elif grep -q -a MALLOC_CONF /proc/$p/exe 2>/dev/null; then printf 'reads\tMALLOC_CONF\n'
   fi
 fi
+read -r line < /proc/$p/stat && rest=${{line##*) }} && set -- $rest && printf 'starttime\t%s\n' "${{20}}"
+while read -r k v _; do [ "$k" = btime ] && printf 'btime\t%s\n' "$v"; done < /proc/stat
+printf 'clktck\t%s\n' "$(getconf CLK_TCK 2>/dev/null)"
 for f in /etc/malloc.conf /etc/_rjem_malloc.conf; do
   t=$(readlink "/proc/$p/root$f" 2>/dev/null) && printf 'conffile\t%s\t%s\n' "$f" "$t"
 done
@@ -393,9 +399,21 @@ struct JemallocFacts {
     jemalloc_libs: Vec<String>,
     /// `/etc/[_rjem_]malloc.conf` symlinks in the process's root, with their targets.
     config_files: Vec<(String, String)>,
+    /// The process's start in clock ticks after boot, the boot time (epoch seconds) and
+    /// the clock tick rate.
+    starttime: Option<u64>,
+    btime: Option<i64>,
+    clktck: Option<u64>,
 }
 
 impl JemallocFacts {
+    /// The process's start, seconds since the epoch (rounded down: a dump written in the
+    /// same second still counts as the process's own).
+    fn process_started(&self) -> Option<i64> {
+        let ticks = self.clktck.filter(|t| *t > 0).unwrap_or(100);
+        Some(self.btime? + (self.starttime? / ticks) as i64)
+    }
+
     fn parse(text: &str) -> Self {
         let mut f = JemallocFacts::default();
         for line in text.lines() {
@@ -412,6 +430,9 @@ impl JemallocFacts {
                 "sigcgt" => f.sigcgt = Some(v.trim().to_string()),
                 "reads" => f.reads = Some(v.trim().to_string()),
                 "lib" => f.jemalloc_libs.push(v.trim().to_string()),
+                "starttime" => f.starttime = v.trim().parse().ok(),
+                "btime" => f.btime = v.trim().parse().ok(),
+                "clktck" => f.clktck = v.trim().parse().ok(),
                 "conffile" => {
                     if let Some((path, target)) = v.split_once('\t') {
                         f.config_files.push((path.to_string(), target.to_string()));
@@ -492,6 +513,21 @@ impl JemallocFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_process_start_comes_from_boot_time_and_start_ticks() {
+        // demo-seq's probe: started 123456 ticks (100 Hz) after a boot at 1795000000.
+        let f = JemallocFacts::parse("starttime\t123456\nbtime\t1795000000\nclktck\t100\n");
+        assert_eq!(f.process_started(), Some(1_795_001_234));
+        // getconf missing: Linux's USER_HZ of 100.
+        let f = JemallocFacts::parse("starttime\t123456\nbtime\t1795000000\nclktck\t\n");
+        assert_eq!(f.process_started(), Some(1_795_001_234));
+        // /proc/<pid>/stat unreadable: no start, and no dump is ever left out for it.
+        assert_eq!(
+            JemallocFacts::parse("btime\t1795000000\n").process_started(),
+            None
+        );
+    }
 
     #[test]
     fn a_blank_environment_falls_back_to_the_configured_one() {
