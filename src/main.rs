@@ -1,10 +1,9 @@
-use clap::Parser;
 use devprof::{cli::Cli, exit};
 
 fn main() {
     // .env fills in what neither flags nor the environment set (dotenvy never overrides).
     let _ = dotenvy::dotenv();
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

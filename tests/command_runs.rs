@@ -224,11 +224,12 @@ fn cpu_command_run_bad_input_fails_clearly_and_writes_nothing() {
         return;
     }
     let cwd = workdir();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["cpu", DEMO_SEQ, "--", ""],
             "the command after `--` is empty",
         ),
+        (&["cpu", DEMO_SEQ, "--"], "the command after `--` is empty"),
         (
             &["cpu", DEMO_SEQ, "--", "no-such-command-xyz"],
             "command 'no-such-command-xyz' not found",

@@ -40,6 +40,25 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// Parses the process's arguments. clap drops a `--` with nothing after it, which
+    /// would turn `devprof cpu demo-seq --` into a plain window: it is kept as an empty
+    /// command instead, which the settings refuse.
+    pub fn parse_args() -> Self {
+        let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        let ends_with_separator = raw.len() > 2 && raw.last().is_some_and(|a| a == "--");
+        let mut cli = <Cli as clap::Parser>::parse_from(raw);
+        if ends_with_separator {
+            match &mut cli.command {
+                Command::Cpu(args) if args.command.is_empty() => args.command.push(String::new()),
+                Command::Stat(args) if args.command.is_empty() => args.command.push(String::new()),
+                _ => {}
+            }
+        }
+        cli
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// On-CPU sampling with perf: an interactive flamegraph of what the process runs.
