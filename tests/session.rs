@@ -9,6 +9,16 @@ use common::*;
 use std::path::Path;
 use std::time::Duration;
 
+/// Each of these tests records several containers at once on a 2-core machine: run side
+/// by side, they would measure each other's load, not how well devprof aligns a window.
+static ONE_SESSION_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_session_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_SESSION_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The demo devnet's compose project (scripts/testbed-up.sh).
 const DEMO_PROJECT: &str = "devprof-demo";
 
@@ -48,6 +58,7 @@ fn instant(text: &serde_json::Value) -> DateTime<chrono::FixedOffset> {
 
 #[test]
 fn a_project_is_captured_in_one_window_whose_starts_are_within_250_ms() {
+    let _serial = one_session_at_a_time();
     let test = "a_project_is_captured_in_one_window_whose_starts_are_within_250_ms";
     if !devnet_ready(test) {
         return;
@@ -116,6 +127,7 @@ fn a_project_is_captured_in_one_window_whose_starts_are_within_250_ms() {
 
 #[test]
 fn cpu_heap_and_offcpu_on_one_container_give_three_captures_and_a_verdict() {
+    let _serial = one_session_at_a_time();
     let test = "cpu_heap_and_offcpu_on_one_container_give_three_captures_and_a_verdict";
     if !demo_container_ready(test, DEMO_SEQ) {
         return;
@@ -209,6 +221,7 @@ fn cpu_heap_and_offcpu_on_one_container_give_three_captures_and_a_verdict() {
 
 #[test]
 fn a_target_stopped_mid_run_fails_its_row_only() {
+    let _serial = one_session_at_a_time();
     let test = "a_target_stopped_mid_run_fails_its_row_only";
     if !demo_container_ready(test, DEMO_SEQ) {
         return;
@@ -302,6 +315,7 @@ fn assert_cpu_through(cwd: &Path, configure: impl Fn(&mut assert_cmd::Command)) 
 
 #[test]
 fn a_tcp_engine_address_works_end_to_end() {
+    let _serial = one_session_at_a_time();
     let test = "a_tcp_engine_address_works_end_to_end";
     if !demo_container_ready(test, DEMO_SEQ) {
         return;
@@ -315,6 +329,7 @@ fn a_tcp_engine_address_works_end_to_end() {
 
 #[test]
 fn the_current_docker_context_names_the_engine() {
+    let _serial = one_session_at_a_time();
     let test = "the_current_docker_context_names_the_engine";
     if !demo_container_ready(test, DEMO_SEQ) {
         return;
