@@ -104,10 +104,7 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
             "bytes_freed": freed,
             "spared_by_keep_last": spared_by_keep_last,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&summary).unwrap_or_default()
-        );
+        crate::ui::output::print_json(&summary);
         return Ok(());
     }
     let age = age_text(settings.older);

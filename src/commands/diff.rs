@@ -184,10 +184,7 @@ fn compare_stat(before: &Capture, after: &Capture, json: bool) -> Result<()> {
             "counters": diff.changes,
             "notes": diff.notes,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        );
+        crate::ui::output::print_json(&value);
         return Ok(());
     }
     let side = |c: &Capture, r: &crate::profile::stat::StatRecord| {

@@ -23,10 +23,7 @@ pub async fn run(args: DoctorArgs) -> Result<()> {
             "blocking": failed.iter().map(|c| c.id).collect::<Vec<_>>(),
             "checks": list,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json).unwrap_or_default()
-        );
+        crate::ui::output::print_json(&json);
     } else {
         print!("{}", checks::render(&settings.target, &list));
     }

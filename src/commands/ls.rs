@@ -18,10 +18,7 @@ pub fn run(args: LsArgs, output_dir: PathBuf) -> Result<()> {
     let captures = catalog::list(&settings.output_dir, settings.container.as_deref())?;
     if settings.json {
         let rows: Vec<serde_json::Value> = captures.iter().map(json_row).collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        );
+        crate::ui::output::print_json(&rows);
         return Ok(());
     }
     if captures.is_empty() {
@@ -40,10 +37,7 @@ fn list_sessions(settings: &LsSettings) -> Result<()> {
             .iter()
             .map(|(path, record)| serde_json::json!({"manifest": path, "session": record}))
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        );
+        crate::ui::output::print_json(&rows);
         return Ok(());
     }
     if sessions.is_empty() {

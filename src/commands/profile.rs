@@ -20,16 +20,12 @@ pub async fn run(
     let settings = ProfileSettings::from_args(args, output_dir, &cwd)?;
     let outcome = multi::run_session(&settings, interrupts).await?;
     if settings.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "session": outcome.record_path,
-                "rows": outcome.record.rows,
-                "captures": outcome.record.captures,
-                "thresholds": outcome.record.thresholds,
-            }))
-            .unwrap_or_default()
-        );
+        crate::ui::output::print_json(&serde_json::json!({
+            "session": outcome.record_path,
+            "rows": outcome.record.rows,
+            "captures": outcome.record.captures,
+            "thresholds": outcome.record.thresholds,
+        }));
     } else {
         print!("{}", human_summary(&outcome));
     }

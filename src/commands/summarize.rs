@@ -44,10 +44,7 @@ pub fn run(args: SummarizeArgs) -> Result<()> {
         });
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&outcome.summary).unwrap_or_default()
-        );
+        crate::ui::output::print_json(&outcome.summary);
     } else {
         print!(
             "{}",

@@ -53,10 +53,7 @@ pub fn run(args: TopArgs, output_dir: PathBuf) -> Result<()> {
                 "rows": rows,
             })),
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json).unwrap_or_default()
-        );
+        crate::ui::output::print_json(&json);
         return Ok(());
     }
 

@@ -13,16 +13,21 @@ pub fn emit(
     warnings: &[String],
 ) {
     if as_json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json()).unwrap_or_default()
-        );
+        print_json(&json());
     } else {
         print!("{}", human());
     }
     for warning in warnings {
         eprintln!("warning: {warning}");
     }
+}
+
+/// Prints `value` as pretty JSON on stdout: what every `--json` prints.
+pub fn print_json(value: &impl serde::Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
 }
 
 /// `process: demo-node (exe /usr/local/bin/demo-node, user root, native)`: which program
