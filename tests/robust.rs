@@ -568,3 +568,42 @@ fn ctrl_c_while_folding_leaves_no_perf_script_in_the_target() {
         "{manifest}"
     );
 }
+
+/// perf keeps a build-id cache (a copy or hard link of every binary it saw) in its user's
+/// `~/.debug`. Left there, every capture grew the target container's writable layer by a
+/// copy of its binaries (22 MB in demo-seq). The cache now lives in the capture's workdir.
+#[test]
+fn captures_leave_no_build_id_cache_in_the_target_container() {
+    if !devnet_ready("captures_leave_no_build_id_cache_in_the_target_container") {
+        return;
+    }
+    let node = start_node("buildid", &["--init"], &[]);
+    let before = docker_ok(&["diff", &node.0]);
+    let cwd = workdir();
+    let captures: [&[&str]; 3] = [
+        &[
+            "cpu",
+            &node.0,
+            "2",
+            "--mode",
+            "exec",
+            "--fold",
+            "perf-script",
+        ],
+        &["offcpu", &node.0, "2", "--mode", "exec"],
+        &["cpu", &node.0, "--mode", "exec", "--", "true"],
+    ];
+    for args in captures {
+        devprof(cwd.path()).args(args).assert().success();
+    }
+    let after = docker_ok(&["diff", &node.0]);
+    let added: Vec<&str> = after
+        .lines()
+        .filter(|line| !before.lines().any(|b| b == *line))
+        .collect();
+    assert!(
+        added.is_empty(),
+        "the captures changed {}'s filesystem: {added:?}",
+        node.0
+    );
+}

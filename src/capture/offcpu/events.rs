@@ -107,26 +107,23 @@ pub async fn ring_buffer(target: &PerfTarget, workdir: &str) -> Option<String> {
     let pid = target.process.pid.to_string();
     let trial = format!("{workdir}/ring-trial.data");
     for size in RING_BUFFERS {
-        let out = target
-            .shell
-            .run(&[
-                &target.ready.perf.path,
-                "record",
-                "-q",
-                "-m",
-                size,
-                "-e",
-                "cpu-clock",
-                "-p",
-                &pid,
-                "-o",
-                &trial,
-                "--",
-                "sleep",
-                "0.05",
-            ])
-            .await
-            .ok()?;
+        let head = target.ready.perf.in_workdir(workdir, "record");
+        let mut argv: Vec<&str> = head.iter().map(String::as_str).collect();
+        argv.extend([
+            "-q",
+            "-m",
+            size,
+            "-e",
+            "cpu-clock",
+            "-p",
+            &pid,
+            "-o",
+            &trial,
+            "--",
+            "sleep",
+            "0.05",
+        ]);
+        let out = target.shell.run(&argv).await.ok()?;
         let _ = target.shell.run(&["rm", "-f", &trial]).await;
         if out.success() {
             return Some(size.to_string());

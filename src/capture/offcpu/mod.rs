@@ -117,7 +117,7 @@ async fn record_and_summarize(
 
     // Every event counted (-c 1), with its call chain.
     let perf_tool = &target.ready.perf;
-    let mut record_argv: Vec<String> = vec![perf_tool.path.clone(), "record".into()];
+    let mut record_argv = perf_tool.in_workdir(workdir, "record");
     for event in &checked.events {
         record_argv.extend(["-e".into(), event.clone()]);
     }
@@ -209,15 +209,14 @@ async fn record_and_summarize(
             }
         }
     };
-    let mut script_argv: Vec<String> = vec![
-        perf_tool.path.clone(),
-        "script".into(),
+    let mut script_argv = perf_tool.in_workdir(workdir, "script");
+    script_argv.extend([
         "-i".into(),
         data_in_container.clone(),
         "-F".into(),
         "comm,pid,tid,time,event,trace,ip,sym,dso".into(),
         "--no-inline".into(),
-    ];
+    ]);
     if switches {
         script_argv.push("--show-switch-events".into());
     }

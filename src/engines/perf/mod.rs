@@ -102,13 +102,7 @@ impl Engine for PerfEngine {
         if ready.perf.supports_zstd {
             argv.push("-z".into());
         }
-        // -N: the command runs with the process's environment, so HOME is the process
-        // user's; perf (root) must not write a build-id cache there.
-        argv.extend([
-            "-N".into(),
-            "-o".into(),
-            format!("{}/{DATA_NAME}", job.workdir),
-        ]);
+        argv.extend(["-o".into(), format!("{}/{DATA_NAME}", job.workdir)]);
         Some(argv)
     }
 
@@ -168,9 +162,8 @@ impl Engine for PerfEngine {
         if spinner.is_hidden() {
             eprintln!("{}: {FOLDING_STARTED}", job.shell.container());
         }
-        let mut script_argv: Vec<String> = vec![
-            ready.perf.path.clone(),
-            "script".into(),
+        let mut script_argv = ready.perf.in_workdir(job.workdir, "script");
+        script_argv.extend([
             "-i".into(),
             data_in_container.clone(),
             "-F".into(),
@@ -181,7 +174,7 @@ impl Engine for PerfEngine {
                 "--no-inline"
             }
             .into(),
-        ];
+        ]);
         script_argv.extend(symfs_args(job.symfs.as_deref()));
         let keep = job.keep_script.then(|| job.stem.path("script"));
         let timeline_path = job.stem.path("timeline");
@@ -277,9 +270,8 @@ pub fn symfs_args(symfs: Option<&str>) -> Vec<String> {
 
 /// `perf record -g --call-graph ... -F ... -e EVENT`: how a CPU capture samples.
 fn record_head(ready: &PerfReady, job: &RecordJob) -> Vec<String> {
-    vec![
-        ready.perf.path.clone(),
-        "record".into(),
+    let mut argv = ready.perf.in_workdir(&job.workdir, "record");
+    argv.extend([
         "-g".into(),
         "--call-graph".into(),
         job.call_graph.perf_arg().into(),
@@ -287,7 +279,8 @@ fn record_head(ready: &PerfReady, job: &RecordJob) -> Vec<String> {
         job.frequency.to_string(),
         "-e".into(),
         ready.access.event.clone(),
-    ]
+    ]);
+    argv
 }
 
 /// The end every `perf record` shares: `[-z] -p PID -o FILE -- sleep SECONDS`, recording

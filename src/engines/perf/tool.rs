@@ -42,6 +42,22 @@ pub struct PerfTool {
     pub supports_zstd: bool,
 }
 
+impl PerfTool {
+    /// `perf --buildid-dir WORKDIR/buildid SUBCOMMAND`: perf keeps its build-id cache (copies
+    /// or hard links of every binary it saw, and the vdso) in the capture's own workdir,
+    /// which is removed afterwards, instead of the container user's `~/.debug`, where it
+    /// would stay and, on overlayfs, copy each binary into the container's writable layer.
+    /// `perf script` is given the same directory, so it still finds the vdso recorded there.
+    pub fn in_workdir(&self, workdir: &str, subcommand: &str) -> Vec<String> {
+        vec![
+            self.path.clone(),
+            "--buildid-dir".into(),
+            format!("{workdir}/buildid"),
+            subcommand.into(),
+        ]
+    }
+}
+
 /// Finds a working perf: the first candidate, in preference order, whose `--version` runs.
 /// Debian's old `perf` wrapper, for one, fails when no perf matches the kernel.
 pub async fn find_perf<S: ContainerShell>(shell: &S, facts: &ContainerFacts) -> Result<PerfTool> {
