@@ -300,6 +300,12 @@ fn runtimes() {
         runtime_of(Some(&proc_of("demo-node")), &extras(&[])),
         Runtime::Native
     );
+    // Go's build info in the executable: the doctor says Go, as the captures do.
+    let go = ProcessExtras {
+        process: ProcessFacts::parse("exe\t/usr/local/bin/demo-go\ngobuildinfo\t1\n"),
+        ..Default::default()
+    };
+    assert_eq!(runtime_of(Some(&proc_of("demo-go")), &go), Runtime::Go);
     let node = runtime_check(
         Runtime::Node,
         Some(&proc_of("node --perf-basic-prof app.js")),
