@@ -443,3 +443,32 @@ fn a_go_target_whose_container_has_no_grep_is_not_taken_as_native() {
         "{named} of {total} samples carry a Go name without grep in the container"
     );
 }
+
+/// The doctor takes demo-go for what it is: Go, whose stripped binary is named from
+/// .gopclntab; nothing blocks profiling it, and no Rust remedy is offered.
+#[test]
+fn doctor_of_a_stripped_go_target_blocks_nothing() {
+    if !demo_container_ready("doctor_of_a_stripped_go_target_blocks_nothing", DEMO_GO) {
+        return;
+    }
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .args(["doctor", DEMO_GO])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("runtime") && stdout.contains("Go:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("nothing blocks profiling demo-go"),
+        "{stdout}"
+    );
+    // "debug info" is a check's title here, not advice.
+    for advice in ["Cargo", "force-frame-pointers", "-C "] {
+        assert!(!stdout.contains(advice), "Rust advice for Go: {stdout}");
+    }
+}
