@@ -51,6 +51,36 @@ fn assert_no_rust_advice(stdout: &str, stderr: &str) {
     }
 }
 
+/// `devprof ARGS` in `cwd`, which must succeed without Rust advice: the capture's stem
+/// (file names starting with `prefix`), its manifest, stdout and stderr.
+fn go_capture(
+    cwd: &Path,
+    args: &[&str],
+    prefix: &str,
+) -> (std::path::PathBuf, serde_json::Value, String, String) {
+    let out = devprof(cwd)
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_no_rust_advice(&stdout, &stderr);
+    let stem = only_capture(cwd, DEMO_GO, prefix);
+    let manifest = read_manifest(&stem);
+    assert_eq!(manifest["runtime"], "go", "{manifest}");
+    if args.windows(2).any(|w| w == ["--mode", "sidecar"]) {
+        assert!(
+            manifest["capture_mode"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("sidecar")),
+            "{manifest}"
+        );
+    }
+    (stem, manifest, stdout, stderr)
+}
+
 /// `devprof cpu demo-go 10 --mode MODE`: Go names on >=90% of samples, both hot
 /// functions in the top 3, the runtime and its version recorded, no Rust advice.
 fn cpu_names_go(test: &str, mode: &str) {
@@ -58,16 +88,8 @@ fn cpu_names_go(test: &str, mode: &str) {
         return;
     }
     let cwd = workdir();
-    let out = devprof(cwd.path())
-        .args(["cpu", DEMO_GO, "10", "--mode", mode])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_no_rust_advice(&stdout, &stderr);
-    let stem = only_capture(cwd.path(), DEMO_GO, "perf-");
+    let (stem, manifest, stdout, stderr) =
+        go_capture(cwd.path(), &["cpu", DEMO_GO, "10", "--mode", mode], "perf-");
     let (folded, top) = top3(&stem);
     for hot in ["main.hashChain", "main.sortChunk"] {
         assert!(
@@ -82,8 +104,6 @@ fn cpu_names_go(test: &str, mode: &str) {
         "{named} of {total} samples carry a Go name (mode {mode})"
     );
 
-    let manifest = read_manifest(&stem);
-    assert_eq!(manifest["runtime"], "go", "{manifest}");
     let version = manifest["runtime_version"].as_str().unwrap_or("");
     assert!(version.starts_with("go1."), "runtime_version {version:?}");
     assert!(
@@ -96,14 +116,6 @@ fn cpu_names_go(test: &str, mode: &str) {
         1,
         "one note about the stripped Go binary: {stderr}"
     );
-    if mode == "sidecar" {
-        assert!(
-            manifest["capture_mode"]
-                .as_str()
-                .is_some_and(|m| m.starts_with("sidecar")),
-            "{manifest}"
-        );
-    }
 }
 
 #[test]
@@ -209,19 +221,24 @@ fn cpu_engine_pprof_names_the_hot_go_function() {
     assert!(with_ext(&stem, "svg").is_file());
 }
 
+/// A container of demo-go's image of its own (`args` for `docker run`), removed when the
+/// guard drops.
+fn demo_go_copy(prefix: &str, args: &[&str]) -> (String, ContainerGuard) {
+    let image = docker_ok(&["inspect", "-f", "{{.Config.Image}}", DEMO_GO]);
+    let name = unique(prefix);
+    let guard = run_container(&name, args, &image, &[]);
+    (name, guard)
+}
+
 #[test]
 fn a_go_target_without_a_pprof_endpoint_is_told_how_to_enable_it() {
     let test = "a_go_target_without_a_pprof_endpoint_is_told_how_to_enable_it";
     if !demo_container_ready(test, DEMO_GO) {
         return;
     }
-    let image = docker_ok(&["inspect", "-f", "{{.Config.Image}}", DEMO_GO]);
-    let name = unique("devprof-go2-nopprof");
-    let _guard = run_container(
-        &name,
+    let (name, _guard) = demo_go_copy(
+        "devprof-go2-nopprof",
         &["-e", "DEMO_PPROF_ADDR=off", "-e", "DEMO_ALLOC_MAX_MB=0"],
-        &image,
-        &[],
     );
     let cwd = workdir();
     for args in [
@@ -267,4 +284,191 @@ fn a_go_target_without_a_pprof_endpoint_is_told_how_to_enable_it() {
     );
     let id = docker_ok(&["inspect", "-f", "{{.Id}}", &name]);
     assert!(sidecars_of_id(&id).is_empty(), "{:?}", sidecars_of_id(&id));
+}
+
+/// The weight of folded `lines` (`stack count`, the root first, then `skip` more
+/// non-frame parts) whose frames carry a Go name, the total weight, and the stacks whose
+/// frames are all unnamed (`[demo-go]`, `[unknown]`): none may be.
+fn go_named_weight(lines: &str, skip: usize) -> (u64, u64, Vec<String>) {
+    let (mut named, mut total, mut unnamed) = (0u64, 0u64, Vec::new());
+    for line in lines.lines() {
+        let (stack, weight) = line.rsplit_once(' ').unwrap();
+        let weight: u64 = weight.parse().unwrap();
+        let frames: Vec<&str> = stack.split(';').skip(1 + skip).collect();
+        total += weight;
+        if frames.iter().any(|f| is_go_name(f)) {
+            named += weight;
+        }
+        if !frames.is_empty()
+            && frames
+                .iter()
+                .all(|f| *f == "[demo-go]" || *f == "[unknown]")
+        {
+            unnamed.push(line.to_string());
+        }
+    }
+    (named, total, unnamed)
+}
+
+/// `devprof offcpu demo-go 10 --config contextswitches --mode MODE`: the Go runtime parks
+/// its threads in runtime.futex/usleep/epollwait under schedule, sysmon and netpoll. At
+/// least 90% of the off-CPU time and of the sched_switch events sit under Go names, and
+/// no stack is left with the Go binary's frames unnamed only.
+fn offcpu_names_go(test: &str, mode: &str) {
+    if !demo_container_ready(test, DEMO_GO) {
+        return;
+    }
+    let cwd = workdir();
+    let args = [
+        "offcpu",
+        DEMO_GO,
+        "10",
+        "--config",
+        "contextswitches",
+        "--mode",
+        mode,
+        "--full",
+    ];
+    let (stem, manifest, _, _) = go_capture(cwd.path(), &args, "offcpu-");
+    assert_eq!(manifest["offcpu"]["mode"], "full");
+
+    let off = std::fs::read_to_string(with_ext(&stem, "offcpu.folded")).unwrap();
+    let (named, total, unnamed) = go_named_weight(&off, 0);
+    assert!(total > 1_000_000, "{total} us off-CPU in 10 s");
+    assert!(
+        named * 10 >= total * 9,
+        "{named} of {total} us off-CPU under a Go name (mode {mode}):\n{off}"
+    );
+    assert!(unnamed.is_empty(), "unnamed Go stacks: {unnamed:?}");
+
+    // The event-count flamegraph (`event;comm;frames`, kernel frames included).
+    let events = std::fs::read_to_string(with_ext(&stem, "folded")).unwrap();
+    let switches: String = events
+        .lines()
+        .filter(|l| l.starts_with("sched:sched_switch;"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (named, total, _) = go_named_weight(&switches, 1);
+    assert!(total > 100, "{total} sched_switch events");
+    assert!(
+        named * 10 >= total * 9,
+        "{named} of {total} sched_switch events under a Go name (mode {mode})"
+    );
+    let summary = std::fs::read_to_string(with_ext(&stem, "txt")).unwrap();
+    assert!(
+        summary.contains("runtime."),
+        "the summary's top stacks name Go functions:\n{summary}"
+    );
+    if mode == "exec" {
+        // Fast mode reads perf.data without stacks: threads only, nothing to leave unnamed.
+        let cwd = workdir();
+        let args = [
+            "offcpu",
+            DEMO_GO,
+            "3",
+            "--config",
+            "contextswitches",
+            "--fast",
+        ];
+        let (stem, manifest, _, _) = go_capture(cwd.path(), &args, "offcpu-");
+        assert_eq!(manifest["offcpu"]["mode"], "fast");
+        let off = std::fs::read_to_string(with_ext(&stem, "offcpu.folded")).unwrap();
+        assert!(!off.is_empty());
+        for line in off.lines() {
+            assert!(line.starts_with("demo-go "), "a fast-mode stack: {line}");
+        }
+    }
+}
+
+#[test]
+fn offcpu_names_a_stripped_go_binary_from_its_pclntab() {
+    offcpu_names_go("offcpu_names_a_stripped_go_binary_from_its_pclntab", "exec");
+}
+
+#[test]
+fn offcpu_names_a_stripped_go_binary_from_a_sidecar() {
+    offcpu_names_go(
+        "offcpu_names_a_stripped_go_binary_from_a_sidecar",
+        "sidecar",
+    );
+}
+
+/// Go was told by grep in the container: without grep a Go target was taken as native
+/// and its frames left unnamed. A container of demo-go's image with grep removed.
+#[test]
+fn a_go_target_whose_container_has_no_grep_is_not_taken_as_native() {
+    let test = "a_go_target_whose_container_has_no_grep_is_not_taken_as_native";
+    if !demo_container_ready(test, DEMO_GO) {
+        return;
+    }
+    let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
+    args.extend(["-e", "DEMO_ALLOC_MAX_MB=0"]);
+    let (name, _guard) = demo_go_copy("devprof-go-nogrep", &args);
+    docker_ok(&[
+        "exec",
+        "-u",
+        "root",
+        &name,
+        "rm",
+        "-f",
+        "/usr/bin/grep",
+        "/bin/grep",
+    ]);
+    let gone = docker(&["exec", &name, "sh", "-c", "command -v grep"]);
+    assert!(!gone.status.success(), "grep is still in {name}");
+
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .args(["cpu", &name, "5", "--mode", "exec"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stem = only_capture(cwd.path(), &name, "perf-");
+    let manifest = read_manifest(&stem);
+    assert_eq!(
+        manifest["runtime"],
+        "go",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(manifest["runtime_version"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("go1.")));
+    let (folded, _) = top3(&stem);
+    let (named, total) = go_named_share(&folded);
+    assert!(total > 50, "{total} samples");
+    assert!(
+        named * 10 >= total * 9,
+        "{named} of {total} samples carry a Go name without grep in the container"
+    );
+}
+
+/// The doctor takes demo-go for what it is: Go, whose stripped binary is named from
+/// .gopclntab; nothing blocks profiling it, and no Rust remedy is offered.
+#[test]
+fn doctor_of_a_stripped_go_target_blocks_nothing() {
+    if !demo_container_ready("doctor_of_a_stripped_go_target_blocks_nothing", DEMO_GO) {
+        return;
+    }
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .args(["doctor", DEMO_GO])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("runtime") && stdout.contains("Go:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("nothing blocks profiling demo-go"),
+        "{stdout}"
+    );
+    // "debug info" is a check's title here, not advice.
+    for advice in ["Cargo", "force-frame-pointers", "-C "] {
+        assert!(!stdout.contains(advice), "Rust advice for Go: {stdout}");
+    }
 }

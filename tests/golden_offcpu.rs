@@ -7,9 +7,13 @@
 //! The expected figures were computed by an independent script over the same text
 //! (per-thread switch-out to switch-in intervals, exit return values), not by devprof.
 
-use devprof::profile::offcpu::script::for_each_record;
+use devprof::engines::perf::go_resolver;
+use devprof::profile::offcpu::script::{for_each_record, for_each_record_resolved, Frame, Record};
 use devprof::profile::offcpu::summary::{Aggregator, Mode, Outcome, Summary};
+use devprof::symbols::binary::GoBinary;
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
 
 const CONTEXT_SWITCHES: &str = include_str!("data/perf-script-contextswitches.txt");
 const IO_BANDWIDTH: &str = include_str!("data/perf-script-iobandwidth.txt");
@@ -142,4 +146,113 @@ fn strip_stacks(text: &str) -> String {
         .filter(|l| !l.starts_with(['\t', ' ']))
         .map(|l| format!("{l}\n"))
         .collect()
+}
+
+/// A real off-CPU recording of the committed stripped Go binary (tests/data/go/tiny-stripped
+/// run on the host under `perf record -e sched:sched_switch -c 1 -g --switch-events`, perf
+/// 6.1, `perf script` as devprof asks for it): perf names none of the binary's frames.
+const GO_TINY: &str = include_str!("data/go/perf-script-offcpu-tiny.txt");
+/// Where the binary was when recorded, as perf printed it.
+const GO_TINY_PATH: &str = "/tmp/tinyoff/tiny-stripped";
+
+/// The function `go tool nm` of the unstripped build puts at file offset `offset` of the
+/// stripped one (its text is mapped from offset 0 at 0x400000).
+fn nm_name_at(nm: &[(u64, String)], offset: u64) -> String {
+    let address = offset + 0x400000;
+    let at = nm.partition_point(|(a, _)| *a <= address);
+    nm[..at]
+        .iter()
+        .rev()
+        .find(|(_, n)| n != "runtime.text")
+        .map(|(_, n)| n.clone())
+        .unwrap_or_default()
+}
+
+/// The frames of every sched_switch sample, leaf first, as the independent reference
+/// names them: the binary's by nm, the rest as perf printed them.
+fn expected_frames(nm: &[(u64, String)]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for record in GO_TINY.split("\n\n") {
+        if !record.contains("sched:sched_switch:") {
+            continue;
+        }
+        let frames = record
+            .lines()
+            .filter(|l| l.starts_with('\t'))
+            .map(|l| {
+                let (pc, rest) = l.trim().split_once(' ').unwrap();
+                let (symbol, dso) = rest.rsplit_once(" (").unwrap();
+                match (symbol, dso.trim_end_matches(')')) {
+                    (_, GO_TINY_PATH) => nm_name_at(nm, u64::from_str_radix(pc, 16).unwrap()),
+                    ("[unknown]", "[unknown]") => "[unknown]".to_string(),
+                    (symbol, _) => symbol.to_string(),
+                }
+            })
+            .collect();
+        out.push(frames);
+    }
+    out
+}
+
+#[test]
+fn off_cpu_frames_of_a_stripped_go_binary_are_named_from_its_pclntab() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/go");
+    let nm_text = std::fs::read_to_string(dir.join("tiny-full.nm")).unwrap();
+    let mut nm: Vec<(u64, String)> = nm_text
+        .lines()
+        .filter_map(|l| {
+            let (addr, name) = l.split_once(' ')?;
+            let name = name.strip_suffix(".abi0").unwrap_or(name);
+            Some((u64::from_str_radix(addr, 16).ok()?, name.to_string()))
+        })
+        .collect();
+    nm.sort();
+    let go = GoBinary::read(GO_TINY_PATH, &dir.join("tiny-stripped"))
+        .unwrap()
+        .expect("a Go binary");
+    let resolver = go_resolver(Some(&Arc::new(go))).expect("stripped: named by devprof");
+
+    let mut named: Vec<Vec<String>> = Vec::new();
+    let mut aggregator = Aggregator::new(Mode::Full);
+    for_each_record_resolved(GO_TINY.as_bytes(), Some(&resolver), |r| {
+        if let Record::Sample(s) = &r {
+            named.push(s.frames.iter().map(Frame::name).collect());
+        }
+        aggregator.add(r);
+    })
+    .unwrap();
+    let expected = expected_frames(&nm);
+    assert_eq!(named.len(), 6, "the recording's sched_switch samples");
+    assert_eq!(named, expected);
+    let go_frames: usize = expected
+        .iter()
+        .flatten()
+        .filter(|f| f.contains('.'))
+        .count();
+    assert!(go_frames > 50, "{go_frames} frames in the Go binary");
+
+    // The off-CPU flamegraph: Go names under the thread, nothing left as the bare module.
+    let off = aggregator.finish(0.01, None).off_cpu_folded.unwrap();
+    assert!(!off.is_empty());
+    for (stack, _) in &off.stacks {
+        assert!(!stack.contains("[tiny-stripped]"), "{stack}");
+        assert!(
+            stack.starts_with("tiny-stripped;") && stack.contains(";runtime."),
+            "{stack}"
+        );
+    }
+
+    // Without the resolver the same text keeps perf's unnamed frames.
+    let mut unnamed = 0;
+    for_each_record(GO_TINY.as_bytes(), |r| {
+        if let Record::Sample(s) = r {
+            unnamed += s
+                .frames
+                .iter()
+                .filter(|f| f.name() == "[tiny-stripped]")
+                .count();
+        }
+    })
+    .unwrap();
+    assert_eq!(unnamed, go_frames);
 }

@@ -56,16 +56,18 @@ pub async fn locate(target: &str, selector: &ProcessSelector) -> Result<Located>
     let facts = ContainerFacts::probe(&shell).await?;
     let process = choose_process(&shell, &facts, selector, &container.name).await?;
     let process_facts = ProcessFacts::probe(&shell, process.pid).await?;
-    let runtime = runtime::of_process(&process, &process_facts);
-    // Read from the container itself (the archive API needs no rights in the process).
-    let go = match runtime {
-        Runtime::Go => match process_facts.executable() {
-            Some(exe) => GoBinary::from_container(&docker, &container.id, exe).await,
-            None => None,
-        },
+    let mut runtime = runtime::of_process(&process, &process_facts);
+    // Read from the container itself (the archive API needs no rights in the process, and
+    // no tools in the container: where it has no grep, this is what tells Go apart).
+    let read_go = runtime == Runtime::Go || runtime::maybe_go(runtime, &process_facts);
+    let go = match (read_go, process_facts.executable()) {
+        (true, Some(exe)) => GoBinary::from_container(&docker, &container.id, exe).await,
         _ => None,
     }
     .map(Arc::new);
+    if go.is_some() {
+        runtime = Runtime::Go;
+    }
     Ok(Located {
         docker,
         container,

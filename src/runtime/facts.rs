@@ -55,7 +55,11 @@ if [ -z "$e" ]; then
   case "$a" in /*) e=$a;; ?*) e=$(command -v "$a" 2>/dev/null);; esac
   [ -n "$e" ] && printf 'program\t%s\n' "$e"
 fi
-{ grep -qaF 'Go buildinf:' /proc/$p/exe || grep -qaF 'Go buildinf:' "/proc/$p/root$e" || grep -qaF 'Go buildinf:' "$e"; } 2>/dev/null && printf 'gobuildinfo\t1\n'
+if command -v grep >/dev/null 2>&1; then
+  { grep -qaF 'Go buildinf:' /proc/$p/exe || grep -qaF 'Go buildinf:' "/proc/$p/root$e" || grep -qaF 'Go buildinf:' "$e"; } 2>/dev/null && printf 'gobuildinfo\t1\n'
+else
+  printf 'nogrep\t1\n'
+fi
 "#;
 
 /// The script with the watched variables filled in.
@@ -91,6 +95,9 @@ pub struct ProcessFacts {
     pub program_path: Option<String>,
     /// The executable carries Go's build info (`\xff Go buildinf:`): a Go program.
     pub go_buildinfo: bool,
+    /// The container has no grep to look for the build info with: whether the program is
+    /// Go is for its executable, read through the archive API, to tell.
+    pub go_unchecked: bool,
 }
 
 impl ProcessFacts {
@@ -123,6 +130,7 @@ impl ProcessFacts {
                 }
                 "perfmap" => facts.perf_map = true,
                 "gobuildinfo" => facts.go_buildinfo = true,
+                "nogrep" => facts.go_unchecked = true,
                 "program" if value.starts_with('/') => facts.program_path = Some(value.to_string()),
                 _ => {}
             }

@@ -37,10 +37,22 @@ impl Runtime {
 
 /// The runtime of a process from what /proc shows about it.
 pub fn of_process(process: &ProcInfo, facts: &ProcessFacts) -> Runtime {
-    match detect(process.program(), &facts.exe, &facts.libraries) {
+    of_program(process.program(), facts)
+}
+
+/// The runtime of `program` (argv[0]'s base name) from what /proc shows about it.
+pub fn of_program(program: &str, facts: &ProcessFacts) -> Runtime {
+    match detect(program, &facts.exe, &facts.libraries) {
         Runtime::Native if facts.go_buildinfo => Runtime::Go,
         runtime => runtime,
     }
+}
+
+/// Whether `runtime`, as /proc told it, may still be Go: native code whose executable the
+/// container could not search for Go's build info (no grep). Its executable, read from
+/// outside, then decides.
+pub fn maybe_go(runtime: Runtime, facts: &ProcessFacts) -> bool {
+    runtime == Runtime::Native && facts.go_unchecked
 }
 
 /// What a Go target's summary says about names, once: stripped is fine for Go.
@@ -236,6 +248,28 @@ mod tests {
         assert!(go_names_note(true).contains("stripped"));
         assert!(!go_names_note(true).contains("frame-pointers"));
         assert!(GO_PPROF_FIX.contains("--pprof.enabled") && GO_PPROF_FIX.contains("`--pprof`"));
+    }
+
+    #[test]
+    fn a_go_target_whose_container_has_no_grep_is_not_taken_as_native() {
+        let process = ProcInfo {
+            pid: 7,
+            ppid: 1,
+            cmdline: "demo-go".into(),
+        };
+        // What the process script prints where grep is missing: no verdict on Go.
+        let facts = ProcessFacts::parse("exe\t/usr/local/bin/demo-go\nnogrep\t1\n");
+        assert!(facts.go_unchecked && !facts.go_buildinfo);
+        let runtime = of_process(&process, &facts);
+        assert!(maybe_go(runtime, &facts), "the executable must decide");
+        // With grep, the script's verdict stands; other runtimes are not Go.
+        let facts = ProcessFacts::parse("exe\t/usr/local/bin/demo-node\n");
+        assert!(!maybe_go(of_process(&process, &facts), &facts));
+        let facts = ProcessFacts::parse("exe\t/usr/bin/node\nnogrep\t1\n");
+        assert!(!maybe_go(detect("node", &facts.exe, &[]), &facts));
+        // The script tells the two cases apart.
+        let script = facts::process_script();
+        assert!(script.contains("command -v grep") && script.contains("nogrep"));
     }
 
     #[test]

@@ -15,10 +15,11 @@ use crate::engines::perf::{
 use crate::engines::Engine;
 use crate::error::{Error, Result};
 use crate::profile::offcpu::events::{is_tracepoint, perf_event_name, CheckedEvents};
-use crate::profile::offcpu::script::for_each_record;
+use crate::profile::offcpu::script::for_each_record_resolved;
 use crate::profile::offcpu::summary::{Aggregator, Mode, Outcome};
 use crate::profile::offcpu::text::render_text;
 use crate::profile::perfdata;
+use crate::profile::perfscript::FrameResolver;
 use crate::profile::timeline::TimelineWriter;
 use crate::render::{write_folded_file, write_heatmap_file, write_svg_file, SvgSpec};
 use crate::settings::{OffcpuSettings, SummaryMode};
@@ -76,6 +77,9 @@ async fn capture_with(
         .filter(|n| !n.contains("cycles"))
         .cloned()
         .collect();
+    if let Some(go) = &target.go {
+        notes.push(crate::runtime::go_names_note(go.stripped).to_string());
+    }
     let checked = checked_events(target, settings, &mut notes).await?;
     trial_events(target, &checked.events).await?;
     if interrupts.pending() {
@@ -235,15 +239,18 @@ async fn record_and_summarize(
     let events: Vec<String> = checked.events.iter().map(|e| perf_event_name(e)).collect();
     let local_data = stem.path("data");
     let timeline_path = stem.path("timeline");
+    // A stripped Go executable: devprof names what perf cannot, as in a CPU capture.
+    let resolver = perf::go_resolver(target.go.as_ref());
     let summarizing = async move {
         match mode {
             // Full: perf script in the container, where the binaries are, symbolizes.
             Mode::Full => {
                 shell
                     .stream_to(&script_argv, keep, move |reader| {
+                        let resolver = resolver.as_ref().map(|r| r as &dyn FrameResolver);
                         let mut aggregator = Aggregator::for_events(mode, &events);
                         let mut timeline = timeline_writer(&timeline_path)?;
-                        for_each_record(reader, |r| {
+                        for_each_record_resolved(reader, resolver, |r| {
                             aggregator.add_with_timeline(r, &mut timeline)
                         })?;
                         timeline.finish()?;

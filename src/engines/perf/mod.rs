@@ -178,7 +178,7 @@ impl Engine for PerfEngine {
         script_argv.extend(symfs_args(job.symfs.as_deref()));
         let keep = job.keep_script.then(|| job.stem.path("script"));
         let timeline_path = job.stem.path("timeline");
-        let resolver = go_resolver(job);
+        let resolver = go_resolver(job.go.as_ref());
         let streamed = job
             .shell
             .stream_to(&script_argv, keep, move |reader| {
@@ -245,17 +245,19 @@ impl FrameResolver for GoResolver {
         }
         // perf prints an unnamed frame's address as an offset in the mapped file.
         let symbols = self.0.symbols.as_ref()?.lock().ok()?;
-        let frames = symbols.frames_at(symbols.address_of_offset(address)?);
+        let mut frames = symbols.frames_at(symbols.address_of_offset(address)?);
+        // The symbolizer gives the inlined callee first; resolvers answer outermost first.
+        frames.reverse();
         (!frames.is_empty()).then_some(frames)
     }
 }
 
 /// A resolver for the recorded process when its executable is a Go binary without a
-/// symbol table (perf names nothing in it); None otherwise.
-fn go_resolver(job: &CollectJob<'_>) -> Option<GoResolver> {
-    job.go
-        .clone()
-        .filter(|go| go.symbols.is_some())
+/// symbol table (perf names nothing in it); None otherwise. Every capture kind whose
+/// stacks come from `perf script` names them through this one.
+pub fn go_resolver(go: Option<&std::sync::Arc<GoBinary>>) -> Option<GoResolver> {
+    go.filter(|go| go.symbols.is_some())
+        .cloned()
         .map(GoResolver)
 }
 

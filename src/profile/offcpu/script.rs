@@ -1,7 +1,10 @@
 //! A streaming parser for `perf script` output with tracepoint payloads and switch events
 //! (`-F comm,pid,tid,time,event,trace[,ip,sym,dso] --show-switch-events`). Records are
-//! handed to a callback one at a time; nothing is kept between them.
+//! handed to a callback one at a time; nothing is kept between them but the names a
+//! `FrameResolver` gave (frames perf left `[unknown]` in a stripped Go executable).
 
+use crate::profile::perfscript::FrameResolver;
+use std::collections::HashMap;
 use std::io::{self, BufRead};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,11 +104,29 @@ pub enum Record<'a> {
 
 /// Reads `perf script` text and calls `on_record` for every sample and switch record.
 /// Returns the number of records.
-pub fn for_each_record<R, F>(mut reader: R, mut on_record: F) -> io::Result<u64>
+pub fn for_each_record<R, F>(reader: R, on_record: F) -> io::Result<u64>
 where
     R: BufRead,
     F: FnMut(Record<'_>),
 {
+    for_each_record_resolved(reader, None, on_record)
+}
+
+/// `for_each_record`, with the frames perf left `[unknown]` in a known module named by
+/// `resolver` where it can (one frame line may become several: inlined functions).
+pub fn for_each_record_resolved<R, F>(
+    mut reader: R,
+    resolver: Option<&dyn FrameResolver>,
+    mut on_record: F,
+) -> io::Result<u64>
+where
+    R: BufRead,
+    F: FnMut(Record<'_>),
+{
+    let mut names = ResolvedNames {
+        resolver,
+        cache: HashMap::new(),
+    };
     let mut line = String::new();
     let mut header = String::new();
     let mut frames: Vec<Frame> = Vec::new();
@@ -137,8 +158,8 @@ where
         // Call chain lines start with a tab; headers may start with spaces (perf pads
         // the comm when no call chains are printed).
         if text.starts_with('\t') && in_sample {
-            if let Some(frame) = parse_frame(text) {
-                frames.push(frame);
+            if let Some((pc, frame)) = parse_frame(text) {
+                names.push(pc, frame, &mut frames);
             }
             continue;
         }
@@ -225,19 +246,58 @@ fn parse_header<'a>(header: &'a str, frames: &'a [Frame]) -> Option<Record<'a>> 
     }))
 }
 
-/// `\t ffffffff821f8298 __schedule ([kernel.kallsyms])`
-fn parse_frame(line: &str) -> Option<Frame> {
+/// Names from a `FrameResolver`, cached by module and address (a capture repeats the same
+/// few thousand frames millions of times).
+struct ResolvedNames<'r> {
+    resolver: Option<&'r dyn FrameResolver>,
+    cache: HashMap<(String, u64), Option<Vec<String>>>,
+}
+
+impl ResolvedNames<'_> {
+    /// Appends `frame` (leaf-first order), or the frames the resolver names in its place.
+    fn push(&mut self, pc: &str, frame: Frame, frames: &mut Vec<Frame>) {
+        let unnamed = frame.symbol == "[unknown]" && frame.dso != "[unknown]";
+        let address = u64::from_str_radix(pc.trim_start_matches("0x"), 16).ok();
+        let (Some(resolver), true, Some(address)) = (self.resolver, unnamed, address) else {
+            frames.push(frame);
+            return;
+        };
+        let resolved = self
+            .cache
+            .entry((frame.dso.clone(), address))
+            .or_insert_with(|| {
+                resolver
+                    .resolve(&frame.dso, address)
+                    .filter(|n| !n.is_empty())
+            });
+        match resolved {
+            // Outermost first from the resolver; the record's frames are leaf first.
+            Some(names) => frames.extend(names.iter().rev().map(|symbol| Frame {
+                symbol: symbol.clone(),
+                dso: frame.dso.clone(),
+            })),
+            None => frames.push(frame),
+        }
+    }
+}
+
+/// `\t ffffffff821f8298 __schedule ([kernel.kallsyms])`: the program counter as printed,
+/// and the frame.
+fn parse_frame(line: &str) -> Option<(&str, Frame)> {
     let text = line.trim();
-    let (_addr, rest) = text.split_once(char::is_whitespace)?;
+    let (pc, rest) = text.split_once(char::is_whitespace)?;
     let rest = rest.trim();
     let (symbol, dso) = match rest.rfind(" (") {
         Some(i) if rest.ends_with(')') => (&rest[..i], &rest[i + 2..rest.len() - 1]),
         _ => (rest, "[unknown]"),
     };
-    Some(Frame {
-        symbol: symbol.trim().to_string(),
-        dso: dso.to_string(),
-    })
+    Some((
+        pc,
+        Frame {
+            symbol: symbol.trim().to_string(),
+            dso: dso.to_string(),
+        },
+    ))
 }
 
 /// `1399.623484` -> nanoseconds, without going through floating point.
@@ -315,6 +375,60 @@ mmap_reads 20529/20537  1399.700000:     major-faults:
         assert!(seen[2].contains("event: \"sched:sched_switch\""));
         assert!(seen[3].contains("out: true"));
         assert!(seen[4].contains("event: \"major-faults\"") && seen[4].contains("frames: []"));
+    }
+
+    /// Names two functions of a stripped executable, the outer one with a function inlined
+    /// into it; knows nothing else.
+    struct Stripped;
+
+    impl FrameResolver for Stripped {
+        fn resolve(&self, module: &str, address: u64) -> Option<Vec<String>> {
+            match (module, address) {
+                ("/usr/local/bin/demo-go", 0x6bc20) => {
+                    Some(vec!["runtime.futexsleep".into(), "runtime.futex".into()])
+                }
+                ("/usr/local/bin/demo-go", 0x3e1a5) => Some(vec!["runtime.notesleep".into()]),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn a_resolver_names_the_frames_perf_left_unknown() {
+        let text =
+            "demo-go 7/9  10.000001:       sched:sched_switch: prev_comm=demo-go prev_state=S\n\
+            \tffffffff821f8298 __schedule ([kernel.kallsyms])\n\
+            \t           6bc20 [unknown] (/usr/local/bin/demo-go)\n\
+            \t           3e1a5 [unknown] (/usr/local/bin/demo-go)\n\
+            \t           3e1a5 [unknown] (/usr/local/bin/demo-go)\n\
+            \t           99999 [unknown] (/usr/local/bin/demo-go)\n\
+            \t           6bc20 [unknown] ([unknown])\n\n";
+        let mut seen: Vec<Vec<String>> = Vec::new();
+        let mut collect = |r: Record<'_>| {
+            if let Record::Sample(s) = r {
+                seen.push(s.frames.iter().map(Frame::name).collect());
+            }
+        };
+        for_each_record_resolved(text.as_bytes(), Some(&Stripped), &mut collect).unwrap();
+        for_each_record(text.as_bytes(), &mut collect).unwrap();
+        assert_eq!(
+            seen[0],
+            [
+                "__schedule",
+                "runtime.futex",
+                "runtime.futexsleep",
+                "runtime.notesleep",
+                "runtime.notesleep",
+                "[demo-go]",
+                "[unknown]"
+            ],
+            "inlined frames leaf first, the resolver's unknowns and other modules left alone"
+        );
+        assert_eq!(
+            seen[1][1..=3],
+            ["[demo-go]", "[demo-go]", "[demo-go]"],
+            "no resolver, no names"
+        );
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub(super) fn binary(cx: &Context<'_>, checks: &mut Vec<Check>) {
                 "binary not read",
             ));
         }
-        Some((path, Ok(elf))) => binary_checks(checks, path, elf),
+        Some((path, Ok(elf))) => binary_checks(checks, path, elf, cx.runtime),
     }
 }
 
@@ -112,8 +112,19 @@ pub(super) fn jemalloc(cx: &Context<'_>, checks: &mut Vec<Check>) {
     }
 }
 
-fn binary_checks(checks: &mut Vec<Check>, path: &str, elf: &ElfReport) {
-    if elf.has_symbols() {
+fn binary_checks(checks: &mut Vec<Check>, path: &str, elf: &ElfReport, runtime: Runtime) {
+    // Go names its functions in .gopclntab, which stripping (-s -w) keeps: neither the
+    // symbol table nor DWARF is needed, and Rust's remedies do not apply.
+    let go = runtime == Runtime::Go;
+    if go && !elf.has_symbols() {
+        checks.push(check(
+            "symbols",
+            "symbols",
+            Status::Pass,
+            format!("{path}: {}", crate::runtime::go_names_note(true)),
+            None,
+        ));
+    } else if elf.has_symbols() {
         checks.push(check(
             "symbols",
             "symbols",
@@ -142,7 +153,15 @@ fn binary_checks(checks: &mut Vec<Check>, path: &str, elf: &ElfReport) {
             Some(fix),
         ));
     }
-    if elf.has_debug_info() {
+    if go && !elf.has_debug_info() {
+        checks.push(check(
+            "debuginfo",
+            "debug info",
+            Status::Skip,
+            format!("not needed: {path} is a Go binary, named from .gopclntab"),
+            None,
+        ));
+    } else if elf.has_debug_info() {
         checks.push(check(
             "debuginfo",
             "debug info",

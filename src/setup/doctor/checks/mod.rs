@@ -283,7 +283,7 @@ pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
 /// The runtime of the process the doctor looked at.
 pub fn runtime_of(process: Option<&ProcInfo>, extras: &ProcessExtras) -> Runtime {
     let program = process.map(|p| p.program().to_string()).unwrap_or_default();
-    runtime::detect(&program, &extras.process.exe, &extras.process.libraries)
+    runtime::of_program(&program, &extras.process)
 }
 
 /// Checks that block profiling.

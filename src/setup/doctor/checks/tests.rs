@@ -223,6 +223,33 @@ fn plain_container_fails_each_blocking_check_with_its_fix() {
 }
 
 #[test]
+fn a_stripped_go_binary_is_not_blocked_for_its_symbols() {
+    let mut facts = demo_seq();
+    facts.extras = Some(ProcessExtras::parse(&format!(
+        "{EXTRAS_DEMO}gobuildinfo\t1\n"
+    )));
+    facts.binary = Some(("/usr/local/bin/demo-go".into(), Ok(stripped_elf())));
+    let checks = evaluate(&facts);
+    assert_eq!(
+        by_id(&checks, "runtime").detail.split(':').next(),
+        Some("Go")
+    );
+    assert!(failures(&checks).is_empty(), "{checks:?}");
+    let symbols = by_id(&checks, "symbols");
+    assert_eq!(symbols.status, Status::Pass);
+    assert!(symbols.detail.contains(".gopclntab"), "{symbols:?}");
+    assert_eq!(by_id(&checks, "debuginfo").status, Status::Skip);
+    for c in &checks {
+        let text = format!("{} {}", c.detail, c.fix.as_deref().unwrap_or(""));
+        assert!(!text.contains("Cargo"), "Rust advice for Go: {c:?}");
+    }
+    // The same binary in a native program is still blocked.
+    let mut native = demo_seq();
+    native.binary = Some(("/usr/local/bin/demo-node".into(), Ok(stripped_elf())));
+    assert_eq!(by_id(&evaluate(&native), "symbols").status, Status::Fail);
+}
+
+#[test]
 fn a_successful_trial_outweighs_the_prediction() {
     let mut facts = plain();
     facts.perf = demo_seq().perf;
@@ -300,6 +327,12 @@ fn runtimes() {
         runtime_of(Some(&proc_of("demo-node")), &extras(&[])),
         Runtime::Native
     );
+    // Go's build info in the executable: the doctor says Go, as the captures do.
+    let go = ProcessExtras {
+        process: ProcessFacts::parse("exe\t/usr/local/bin/demo-go\ngobuildinfo\t1\n"),
+        ..Default::default()
+    };
+    assert_eq!(runtime_of(Some(&proc_of("demo-go")), &go), Runtime::Go);
     let node = runtime_check(
         Runtime::Node,
         Some(&proc_of("node --perf-basic-prof app.js")),
