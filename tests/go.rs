@@ -472,3 +472,48 @@ fn doctor_of_a_stripped_go_target_blocks_nothing() {
         assert!(!stdout.contains(advice), "Rust advice for Go: {stdout}");
     }
 }
+
+/// `devprof cpu demo-go 10 --inline`: the stripped binary's frames carry their place
+/// (`main.hashChain (main.go:84)`) from .gopclntab, and main.mix, which the compiler
+/// inlines into main.hashChain, is a frame of its own under it, marked inlined.
+#[test]
+fn cpu_inline_gives_stripped_go_frames_places_and_inlined_calls() {
+    let test = "cpu_inline_gives_stripped_go_frames_places_and_inlined_calls";
+    if !demo_container_ready(test, DEMO_GO) {
+        return;
+    }
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", DEMO_GO, "10", "--inline"])
+        .assert()
+        .success();
+    let stem = only_capture(cwd.path(), DEMO_GO, "perf-");
+    let (folded, top) = top3(&stem);
+    let placed =
+        regex::Regex::new(r"^main\.[A-Za-z0-9_.]+ \(main\.go:[1-9][0-9]*\)(_\[i\])?$").unwrap();
+    assert!(
+        top.iter().any(|f| placed.is_match(f)),
+        "a main.* frame with its place in the top 3: {top:?}"
+    );
+    let inlined = regex::Regex::new(
+        r";main\.hashChain \(main\.go:[0-9]+\);main\.mix \(main\.go:[0-9]+\)_\[i\](;|$)",
+    )
+    .unwrap();
+    let under: u64 = folded
+        .stacks
+        .iter()
+        .filter(|(s, _)| inlined.is_match(s))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        under * 10 >= folded.total(),
+        "main.mix inlined under main.hashChain in {under} of {} samples",
+        folded.total()
+    );
+    // Go names keep being recognized with their places.
+    let (named, total) = go_named_share(&folded);
+    assert!(
+        named * 10 >= total * 9,
+        "{named} of {total} samples carry a Go name"
+    );
+}

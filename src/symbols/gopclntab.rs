@@ -2,6 +2,8 @@
 //! name functions in tracebacks. Every Go binary carries it, stripped (`-ldflags="-s -w"`)
 //! or not, so this names the frames of release builds that have no symbol table.
 //!
+//! With `gosource`, also file:line and inlined calls at a pc (Go 1.16+ / 1.18+).
+//!
 //! Layouts read: Go 1.2–1.15 (magic 0xfffffffb), 1.16–1.17 (0xfffffffa), 1.18–1.19
 //! (0xfffffff0) and 1.20+ (0xfffffff1), either byte order, 4- or 8-byte pointers. The
 //! table is found in the `.gopclntab` section, or, when section headers were removed, by
@@ -9,6 +11,9 @@
 //! corrupt table gives an error, never a panic. Also reads the Go version from
 //! `.go.buildinfo`. Pure: works on bytes.
 
+use super::gomoduledata;
+pub use super::gosource::GoFrame;
+use super::gosource::{Source, Tables};
 use object::{Object, ObjectSection};
 use std::fmt;
 
@@ -38,11 +43,13 @@ pub struct GoFunc {
     pub name: String,
 }
 
-/// The functions of one pclntab, sorted by entry.
+/// The functions of one pclntab, sorted by entry, and their source positions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PcLnTab {
     pub layout: Layout,
     funcs: Vec<GoFunc>,
+    /// The tables of file:line and inlined calls (Go 1.16+ layouts).
+    source: Option<Source>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,21 +68,21 @@ fn err<T>(what: impl Into<String>) -> Result<T, PclnError> {
 }
 
 /// Bounds-checked reads in the table's byte order and pointer size.
-struct Reader<'a> {
-    data: &'a [u8],
-    big: bool,
-    ptr: usize,
+pub(super) struct Reader<'a> {
+    pub(super) data: &'a [u8],
+    pub(super) big: bool,
+    pub(super) ptr: usize,
 }
 
 impl Reader<'_> {
-    fn bytes(&self, at: u64, n: usize) -> Result<&[u8], PclnError> {
+    pub(super) fn bytes(&self, at: u64, n: usize) -> Result<&[u8], PclnError> {
         let start = usize::try_from(at).map_err(|_| PclnError("offset too large".into()))?;
         start
             .checked_add(n)
             .and_then(|end| self.data.get(start..end))
             .ok_or_else(|| PclnError(format!("read of {n} bytes at {at:#x} past the end")))
     }
-    fn u32(&self, at: u64) -> Result<u32, PclnError> {
+    pub(super) fn u32(&self, at: u64) -> Result<u32, PclnError> {
         let b: [u8; 4] = self.bytes(at, 4)?.try_into().expect("4 bytes");
         Ok(if self.big {
             u32::from_be_bytes(b)
@@ -92,7 +99,7 @@ impl Reader<'_> {
         })
     }
     /// A pointer-sized word.
-    fn word(&self, at: u64) -> Result<u64, PclnError> {
+    pub(super) fn word(&self, at: u64) -> Result<u64, PclnError> {
         if self.ptr == 8 {
             self.u64(at)
         } else {
@@ -103,7 +110,7 @@ impl Reader<'_> {
     fn header_word(&self, index: u64) -> Result<u64, PclnError> {
         self.word(8 + index * self.ptr as u64)
     }
-    fn cstr(&self, at: u64) -> Result<String, PclnError> {
+    pub(super) fn cstr(&self, at: u64) -> Result<String, PclnError> {
         let start = usize::try_from(at).map_err(|_| PclnError("offset too large".into()))?;
         let rest = self
             .data
@@ -121,6 +128,13 @@ impl Reader<'_> {
 impl PcLnTab {
     /// Parses a pclntab starting at the first byte of `data`.
     pub fn parse(data: &[u8]) -> Result<Self, PclnError> {
+        Self::parse_relocated(data, None)
+    }
+
+    /// Parses a pclntab whose text start (Go 1.18+) may be left zero in the file, to be
+    /// filled by a dynamic relocation at load time (position-independent builds):
+    /// `text_start` is then the value to use.
+    pub fn parse_relocated(data: &[u8], text_start: Option<u64>) -> Result<Self, PclnError> {
         if data.len() < 16 {
             return err("shorter than its header");
         }
@@ -140,31 +154,85 @@ impl PcLnTab {
             big,
             ptr: ptr as usize,
         };
-        let funcs = match magic {
-            Layout::Go12 => read_go12(&r)?,
-            Layout::Go116 => read_go116(&r)?,
-            Layout::Go118 | Layout::Go120 => read_go118(&r)?,
+        let (funcs, source) = match magic {
+            Layout::Go12 => (read_go12(&r)?, None),
+            Layout::Go116 => {
+                let (funcs, offsets) = read_go116(&r)?;
+                (funcs, Source::new(&r, magic, tables(&r, 2)?, offsets))
+            }
+            // The header gained textStart before the table offsets.
+            Layout::Go118 | Layout::Go120 => {
+                let (funcs, offsets) = read_go118(&r, text_start)?;
+                (funcs, Source::new(&r, magic, tables(&r, 3)?, offsets))
+            }
         };
         Ok(PcLnTab {
             layout: magic,
             funcs,
+            source,
         })
     }
 
-    /// The pclntab of an ELF file: its `.gopclntab` section, else the first header found
-    /// in the read-only data that parses; None when the file is not a Go binary.
+    /// The pclntab of an ELF file: its `.gopclntab` section (`.data.rel.ro.gopclntab` in
+    /// position-independent builds), else the first header found in the read-only data
+    /// that parses; None when the file is not a Go binary. The `go:func.*` data its
+    /// inline trees live in is looked up too (Go 1.18+; without it, no inlined frames).
     pub fn from_elf(file: &object::File<'_>) -> Option<Result<Self, PclnError>> {
-        if let Some(section) = file.section_by_name(".gopclntab") {
-            return Some(match section.data() {
-                Ok(data) => Self::parse(data),
-                Err(e) => err(format!("cannot read .gopclntab: {e}")),
-            });
-        }
-        [".data.rel.ro", ".noptrdata", ".rodata"]
+        let image = gomoduledata::Image::new(file);
+        let named = [".gopclntab", ".data.rel.ro.gopclntab"]
             .iter()
-            .filter_map(|name| file.section_by_name(name)?.data().ok())
-            .find_map(search)
-            .map(Ok)
+            .find_map(|name| file.section_by_name(name));
+        let (mut table, address) = if let Some(section) = named {
+            match section.data() {
+                Ok(data) => {
+                    let text = image.text_start(section.address(), data);
+                    match Self::parse_relocated(data, text) {
+                        Ok(table) => (table, section.address()),
+                        Err(e) => return Some(Err(e)),
+                    }
+                }
+                Err(e) => return Some(err(format!("cannot read .gopclntab: {e}"))),
+            }
+        } else {
+            [".data.rel.ro", ".noptrdata", ".rodata"]
+                .iter()
+                .filter_map(|name| file.section_by_name(name))
+                .find_map(|section| {
+                    let data = section.data().ok()?;
+                    let (at, table) = search(data, |at| {
+                        image.text_start(section.address() + at as u64, &data[at..])
+                    })?;
+                    Some((table, section.address() + at as u64))
+                })?
+        };
+        let layout = table.layout;
+        if let Some(source) = table.source.as_mut() {
+            if let Some(gofunc) = image.gofunc(address, layout, source.funcname_offset()) {
+                source.set_gofunc(gofunc);
+            }
+        }
+        Some(Ok(table))
+    }
+
+    /// Whether inlined calls can be expanded (the inline trees were found).
+    pub fn has_inline_trees(&self) -> bool {
+        self.source.as_ref().is_some_and(Source::has_inline_trees)
+    }
+
+    /// The frames at `pc`, innermost first (inlined callees before the function they were
+    /// inlined into), with file:line where the table has them; `inline` expands inlined
+    /// calls. None when no function holds `pc`; the function's name alone when the table
+    /// has no source positions (before Go 1.16).
+    pub fn frames(&self, pc: u64, inline: bool) -> Option<Result<Vec<GoFrame>, PclnError>> {
+        let i = self.index_of(pc)?;
+        let f = &self.funcs[i];
+        Some(match &self.source {
+            Some(source) => source.frames(i, f.entry, &f.name, pc, inline),
+            None => Ok(vec![GoFrame {
+                function: f.name.clone(),
+                place: None,
+            }]),
+        })
     }
 
     pub fn functions(&self) -> &[GoFunc] {
@@ -173,12 +241,15 @@ impl PcLnTab {
 
     /// The function whose code holds `pc`.
     pub fn lookup(&self, pc: u64) -> Option<&GoFunc> {
+        self.index_of(pc).map(|i| &self.funcs[i])
+    }
+
+    fn index_of(&self, pc: u64) -> Option<usize> {
         let i = self
             .funcs
             .partition_point(|f| f.entry <= pc)
             .checked_sub(1)?;
-        let f = &self.funcs[i];
-        (pc < f.end).then_some(f)
+        (pc < self.funcs[i].end).then_some(i)
     }
 }
 
@@ -192,8 +263,9 @@ fn layout_of(magic: u32) -> Option<Layout> {
     }
 }
 
-/// The first pclntab in `data` (headers are pointer-aligned; 4-byte steps cover both).
-fn search(data: &[u8]) -> Option<PcLnTab> {
+/// The first pclntab in `data` and its offset (headers are pointer-aligned; 4-byte steps
+/// cover both); `text_start` gives the relocated text start of a candidate at an offset.
+fn search(data: &[u8], text_start: impl Fn(usize) -> Option<u64>) -> Option<(usize, PcLnTab)> {
     (0..data.len().saturating_sub(16))
         .step_by(4)
         .filter(|&i| {
@@ -201,7 +273,17 @@ fn search(data: &[u8]) -> Option<PcLnTab> {
             layout_of(u32::from_le_bytes(word)).is_some()
                 || layout_of(u32::from_be_bytes(word)).is_some()
         })
-        .find_map(|i| PcLnTab::parse(&data[i..]).ok())
+        .find_map(|i| Some((i, PcLnTab::parse_relocated(&data[i..], text_start(i)).ok()?)))
+}
+
+/// The offsets of the name, CU, file and pc-value tables: header words `first..first+4`.
+fn tables(r: &Reader<'_>, first: u64) -> Result<Tables, PclnError> {
+    Ok(Tables {
+        funcname: r.header_word(first)?,
+        cutab: r.header_word(first + 1)?,
+        filetab: r.header_word(first + 2)?,
+        pctab: r.header_word(first + 3)?,
+    })
 }
 
 fn count(n: u64) -> Result<u64, PclnError> {
@@ -229,13 +311,22 @@ fn finish(entries: Vec<(u64, String)>, text_end: u64) -> Result<Vec<GoFunc>, Pcl
     Ok(funcs)
 }
 
-/// Go 1.18+: 32-bit entries relative to the text start, names in their own table.
-fn read_go118(r: &Reader<'_>) -> Result<Vec<GoFunc>, PclnError> {
+/// Go 1.18+: 32-bit entries relative to the text start, names in their own table. Also
+/// gives the offset of each function's record. A text start left zero for a relocation
+/// to fill is taken from `relocated`.
+fn read_go118(
+    r: &Reader<'_>,
+    relocated: Option<u64>,
+) -> Result<(Vec<GoFunc>, Vec<u64>), PclnError> {
     let nfunc = count(r.header_word(0)?)?;
-    let text_start = r.header_word(2)?;
+    let text_start = match r.header_word(2)? {
+        0 => relocated.unwrap_or(0),
+        start => start,
+    };
     let funcname = r.header_word(3)?;
     let pcln = r.header_word(7)?;
     let mut entries = Vec::new();
+    let mut offsets = Vec::new();
     for i in 0..nfunc {
         let at = pcln + i * 8;
         let entry_off = r.u32(at)?;
@@ -247,13 +338,14 @@ fn read_go118(r: &Reader<'_>) -> Result<Vec<GoFunc>, PclnError> {
         let name_off = u64::from(r.u32(func + 4)?);
         let name = r.cstr(funcname + name_off)?;
         entries.push((text_start + u64::from(entry_off), name));
+        offsets.push(func);
     }
     let end = text_start + u64::from(r.u32(pcln + nfunc * 8)?);
-    finish(entries, end)
+    Ok((finish(entries, end)?, offsets))
 }
 
 /// Go 1.16–1.17: pointer-sized absolute entries, names in their own table.
-fn read_go116(r: &Reader<'_>) -> Result<Vec<GoFunc>, PclnError> {
+fn read_go116(r: &Reader<'_>) -> Result<(Vec<GoFunc>, Vec<u64>), PclnError> {
     let nfunc = count(r.header_word(0)?)?;
     let funcname = r.header_word(2)?;
     let pcln = r.header_word(6)?;
@@ -264,7 +356,7 @@ fn read_go116(r: &Reader<'_>) -> Result<Vec<GoFunc>, PclnError> {
 /// from the table's start.
 fn read_go12(r: &Reader<'_>) -> Result<Vec<GoFunc>, PclnError> {
     let nfunc = count(r.header_word(0)?)?;
-    read_word_table(r, nfunc, 8 + r.ptr as u64, 0)
+    Ok(read_word_table(r, nfunc, 8 + r.ptr as u64, 0)?.0)
 }
 
 fn read_word_table(
@@ -272,9 +364,10 @@ fn read_word_table(
     nfunc: u64,
     table: u64,
     names: u64,
-) -> Result<Vec<GoFunc>, PclnError> {
+) -> Result<(Vec<GoFunc>, Vec<u64>), PclnError> {
     let row = 2 * r.ptr as u64;
     let mut entries = Vec::new();
+    let mut offsets = Vec::new();
     for i in 0..nfunc {
         let entry = r.word(table + i * row)?;
         let func = table + r.word(table + i * row + r.ptr as u64)?;
@@ -283,9 +376,10 @@ fn read_word_table(
         }
         let name_off = u64::from(r.u32(func + r.ptr as u64)?);
         entries.push((entry, r.cstr(names + name_off)?));
+        offsets.push(func);
     }
     let end = r.word(table + nfunc * row)?;
-    finish(entries, end)
+    Ok((finish(entries, end)?, offsets))
 }
 
 /// The Go version a binary was built with (`go1.19.8`), from `.go.buildinfo` (Go 1.18+
@@ -325,4 +419,4 @@ fn uvarint(data: &[u8]) -> Option<(u64, usize)> {
 
 #[cfg(test)]
 #[path = "gopclntab_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -6,7 +6,9 @@
 pub mod binary;
 pub mod demangle;
 pub mod elf;
+pub mod gomoduledata;
 pub mod gopclntab;
+pub mod gosource;
 pub mod kallsyms;
 pub mod malloc_conf;
 pub mod module;

@@ -3,11 +3,12 @@
 //! the address the ELF file itself uses; that is looked up in the DWARF line tables (with
 //! inlined frames) where the file has them, in the symbol table otherwise (only inside a
 //! symbol's extent: an address past the end of the nearest symbol is not given that
-//! symbol's name). Names are demangled (Rust and C++). Heap profiles use it today; every
+//! symbol's name), or, for a stripped Go binary, in its pclntab (names, and for
+//! `frames_at` also file:line and inlined calls). Names are demangled (Rust and C++). Heap profiles use it today; every
 //! path that names frames itself should use this one.
 
 use super::demangle::demangle_frame;
-use super::gopclntab::PcLnTab;
+use super::gopclntab::{GoFrame, PcLnTab};
 use object::{Object, ObjectSegment, ObjectSymbol, ObjectSymbolTable};
 use std::path::Path;
 
@@ -41,11 +42,13 @@ pub enum SymbolKind {
     Table,
 }
 
-/// The names of one file: its segments, its symbol table and, where present, DWARF.
+/// The names of one file: its segments, its symbol table and, where present, DWARF (or,
+/// for a stripped Go binary, its pclntab's source positions and inline trees).
 pub struct ModuleSymbols {
     segments: Vec<Segment>,
     symbols: Vec<Symbol>,
     dwarf: Option<addr2line::Loader>,
+    pclntab: Option<PcLnTab>,
     pub kind: SymbolKind,
 }
 
@@ -85,7 +88,7 @@ impl ModuleSymbols {
                 .collect()
         };
         let mut symbols = file.symbol_table().map(text_symbols).unwrap_or_default();
-        let mut from_pclntab = false;
+        let mut pclntab = None;
         if symbols.is_empty() {
             symbols = file
                 .dynamic_symbol_table()
@@ -95,7 +98,7 @@ impl ModuleSymbols {
             if let Some(Ok(table)) = PcLnTab::from_elf(&file) {
                 if table.functions().len() > symbols.len() {
                     symbols = go_symbols(&table);
-                    from_pclntab = true;
+                    pclntab = Some(table);
                 }
             }
         }
@@ -109,12 +112,14 @@ impl ModuleSymbols {
         };
         let kind = if dwarf.is_some() {
             SymbolKind::Dwarf
-        } else if from_pclntab {
+        } else if pclntab.is_some() {
             SymbolKind::Gopclntab
         } else {
             SymbolKind::Symtab
         };
-        Ok(Self::assemble(segments, symbols, dwarf, kind))
+        let mut module = Self::assemble(segments, symbols, dwarf, kind);
+        module.pclntab = pclntab.filter(|_| kind == SymbolKind::Gopclntab);
+        Ok(module)
     }
 
     /// Reads a devprof symbol table: lines `segment <file_offset> <file_size> <address>`
@@ -175,6 +180,7 @@ impl ModuleSymbols {
             segments,
             symbols,
             dwarf,
+            pclntab: None,
             kind,
         }
     }
@@ -188,8 +194,12 @@ impl ModuleSymbols {
     }
 
     /// The frames at an ELF address, innermost (inlined callee) first, demangled; empty
-    /// when nothing names it.
+    /// when nothing names it. A stripped Go binary's frames carry their place,
+    /// `main.mix (main.go:9)`, from its pclntab.
     pub fn frames_at(&self, address: u64) -> Vec<String> {
+        if let Some(Ok(frames)) = self.pclntab.as_ref().and_then(|t| t.frames(address, true)) {
+            return frames.iter().map(go_frame_name).collect();
+        }
         let symbol = self.symbol_at(address);
         let mut frames: Vec<String> = Vec::new();
         if let Some(loader) = &self.dwarf {
@@ -214,6 +224,14 @@ impl ModuleSymbols {
             .iter()
             .map(|f| clean_name(&demangle_frame(f)))
             .collect()
+    }
+
+    /// The frames at an ELF address as perf's `--inline` output names a symbol, outermost
+    /// first and joined by `->` (`caller->inlined callee`); None when nothing names it.
+    pub fn inline_chain(&self, address: u64) -> Option<String> {
+        let mut frames = self.frames_at(address);
+        frames.reverse();
+        (!frames.is_empty()).then(|| frames.join("->"))
     }
 
     /// The name of the symbol-table function containing an ELF address, demangled (what
@@ -257,6 +275,16 @@ fn go_symbols(table: &PcLnTab) -> Vec<Symbol> {
             name: f.name.clone(),
         })
         .collect()
+}
+
+/// A Go frame as devprof names it: `main.mix (main.go:9)`, the file without its
+/// directories as py-spy's frames (the package path is in the function's name).
+fn go_frame_name(frame: &GoFrame) -> String {
+    let name = clean_name(&frame.function);
+    match &frame.place {
+        Some((file, line)) => format!("{name} ({}:{line})", clean_name(basename(file))),
+        None => name,
+    }
 }
 
 fn is_mangled(name: &str) -> bool {
@@ -361,6 +389,49 @@ mod tests {
             .unwrap();
         // perf prints offsets in the file; the text segment of a Go executable is at 0x400000.
         let address = module.address_of_offset(spin - 0x400000 + 8).unwrap();
-        assert_eq!(module.frames_at(address), ["main.spin"]);
+        assert_eq!(module.function_at(address).as_deref(), Some("main.spin"));
+    }
+
+    /// The file offset of an ELF address, through the module's segments.
+    fn offset_of(module: &ModuleSymbols, address: u64) -> u64 {
+        let s = module
+            .segments
+            .iter()
+            .find(|s| s.address <= address && address < s.address + s.file_size)
+            .unwrap();
+        address - s.address + s.file_offset
+    }
+
+    #[test]
+    fn stripped_go_frames_carry_places_and_inlined_calls_with_names_alone_kept() {
+        let dir = format!("{}/tests/data/go", env!("CARGO_MANIFEST_DIR"));
+        for (binary, expectations) in [
+            ("tiny-stripped", "tiny.addr2line"),
+            ("tiny-pie-stripped", "tiny-pie.addr2line"),
+        ] {
+            let module = ModuleSymbols::from_elf(Path::new(&format!("{dir}/{binary}"))).unwrap();
+            assert_eq!(module.kind, SymbolKind::Gopclntab, "{binary}");
+            let expected = crate::symbols::gopclntab::tests::addr2line_expectations(expectations);
+            let (address, want) = expected
+                .iter()
+                .find(|(_, f)| f.len() == 2 && f[0].0 == "main.mix")
+                .unwrap_or_else(|| panic!("{expectations}: main.mix inlined"));
+            // As perf gives it: an offset in the file, mapped back through the segments.
+            let elf = module
+                .address_of_offset(offset_of(&module, *address))
+                .unwrap();
+            assert_eq!(elf, *address, "{binary}");
+            let named: Vec<String> = want
+                .iter()
+                .map(|(f, file, line)| format!("{f} ({}:{line})", basename(file)))
+                .collect();
+            assert_eq!(module.frames_at(elf), named, "{binary}");
+            assert_eq!(
+                module.inline_chain(elf),
+                Some(format!("{}->{}", named[1], named[0]))
+            );
+            // Names alone, as without --inline.
+            assert_eq!(module.function_at(elf).as_deref(), Some("main.spin"));
+        }
     }
 }

@@ -240,7 +240,7 @@ async fn record_and_summarize(
     let local_data = stem.path("data");
     let timeline_path = stem.path("timeline");
     // A stripped Go executable: devprof names what perf cannot, as in a CPU capture.
-    let resolver = perf::go_resolver(target.go.as_ref());
+    let resolver = perf::go_resolver(target.go.as_ref(), false);
     let summarizing = async move {
         match mode {
             // Full: perf script in the container, where the binaries are, symbolizes.

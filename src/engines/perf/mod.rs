@@ -23,6 +23,8 @@ use crate::docker::target::ProcInfo;
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
 use crate::profile::folded::fold_perf_script_resolved;
+use crate::profile::perfscript::name::frame_names;
+use crate::profile::perfscript::parse::StackLine;
 use crate::profile::perfscript::FrameResolver;
 use crate::profile::timeline::TimelineWriter;
 use crate::settings::FoldPath;
@@ -178,7 +180,7 @@ impl Engine for PerfEngine {
         script_argv.extend(symfs_args(job.symfs.as_deref()));
         let keep = job.keep_script.then(|| job.stem.path("script"));
         let timeline_path = job.stem.path("timeline");
-        let resolver = go_resolver(job.go.as_ref());
+        let resolver = go_resolver(job.go.as_ref(), job.inline);
         let streamed = job
             .shell
             .stream_to(&script_argv, keep, move |reader| {
@@ -236,29 +238,45 @@ pub fn fold_with_timeline(
 }
 
 /// Names the frames perf left `[unknown]` in a stripped Go executable, from its pclntab.
-pub struct GoResolver(pub std::sync::Arc<GoBinary>);
+pub struct GoResolver {
+    pub binary: std::sync::Arc<GoBinary>,
+    /// `--inline`: inlined calls as frames of their own, and file:line; names only
+    /// otherwise.
+    pub inline: bool,
+}
 
 impl FrameResolver for GoResolver {
     fn resolve(&self, module: &str, address: u64) -> Option<Vec<String>> {
-        if module != self.0.path {
+        if module != self.binary.path {
             return None;
         }
         // perf prints an unnamed frame's address as an offset in the mapped file.
-        let symbols = self.0.symbols.as_ref()?.lock().ok()?;
-        let mut frames = symbols.frames_at(symbols.address_of_offset(address)?);
-        // The symbolizer gives the inlined callee first; resolvers answer outermost first.
-        frames.reverse();
-        (!frames.is_empty()).then_some(frames)
+        let symbols = self.binary.symbols.as_ref()?.lock().ok()?;
+        let address = symbols.address_of_offset(address)?;
+        if !self.inline {
+            return symbols.function_at(address).map(|name| vec![name]);
+        }
+        // Named as the native fold names the same chain: outermost first, inlined `_[i]`.
+        let chain = symbols.inline_chain(address)?;
+        let line = StackLine {
+            pc: "",
+            symbol: &chain,
+            module,
+        };
+        let mut names = Vec::new();
+        frame_names(&line, false, &mut names);
+        (!names.is_empty()).then_some(names)
     }
 }
 
 /// A resolver for the recorded process when its executable is a Go binary without a
 /// symbol table (perf names nothing in it); None otherwise. Every capture kind whose
-/// stacks come from `perf script` names them through this one.
-pub fn go_resolver(go: Option<&std::sync::Arc<GoBinary>>) -> Option<GoResolver> {
+/// stacks come from `perf script` names them through this one; `inline` adds file:line and
+/// inlined calls.
+pub fn go_resolver(go: Option<&std::sync::Arc<GoBinary>>, inline: bool) -> Option<GoResolver> {
     go.filter(|go| go.symbols.is_some())
         .cloned()
-        .map(GoResolver)
+        .map(|binary| GoResolver { binary, inline })
 }
 
 /// `--symfs ROOT` when the target's binaries are seen under another root (a sidecar reads

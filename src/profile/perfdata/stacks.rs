@@ -447,9 +447,7 @@ fn name_frame(
             let named = symbols.modules.get(path).and_then(|m| {
                 let address = m.address_of_offset(offset)?;
                 if inline {
-                    let mut frames = m.frames_at(address);
-                    frames.reverse();
-                    (!frames.is_empty()).then(|| frames.join("->"))
+                    m.inline_chain(address)
                 } else {
                     m.function_at(address)
                 }

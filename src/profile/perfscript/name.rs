@@ -45,9 +45,32 @@ fn with_module_fallback(module: &str, function: &str) -> String {
 }
 
 /// Drops an argument list (`f(int)` -> `f`) but keeps Go method names
-/// (`net/http.(*Client).Do`) and C++ `(anonymous namespace)`; `;` (the folded format's
-/// separator) becomes `:`.
+/// (`net/http.(*Client).Do`), C++ `(anonymous namespace)` and a trailing source place
+/// (`main.mix (main.go:9)`, devprof's Go frames); `;` (the folded format's separator)
+/// becomes `:`.
 fn tidy_generic(function: &str) -> String {
+    let (function, place) = split_place(function);
+    format!("{}{}", tidy_name(function), place.replace(';', ":"))
+}
+
+/// `name (file:line)` -> (`name`, ` (file:line)`); (the whole, ``) without such a place.
+fn split_place(function: &str) -> (&str, &str) {
+    let place = function.rfind(" (").filter(|&open| {
+        let inner = function[open + 2..].strip_suffix(')').unwrap_or("");
+        inner.rsplit_once(':').is_some_and(|(file, line)| {
+            !file.is_empty()
+                && !file.contains(['(', ')', ' '])
+                && !line.is_empty()
+                && line.bytes().all(|b| b.is_ascii_digit())
+        })
+    });
+    match place {
+        Some(open) => function.split_at(open),
+        None => (function, ""),
+    }
+}
+
+fn tidy_name(function: &str) -> String {
     let function = function.replace(';', ":");
     let mut depth: i32 = 0;
     let mut last_dot = None;
@@ -188,6 +211,15 @@ mod tests {
             ["ns::(anonymous namespace)::f"]
         );
         assert_eq!(names("a->b->c", "/a"), ["a", "b_[i]", "c_[i]"]);
+        // devprof's Go frames keep their place; only a real `file:line` is one.
+        assert_eq!(
+            names("main.spin (main.go:16)->main.(*T).mix (main.go:9)", "/a"),
+            ["main.spin (main.go:16)", "main.(*T).mix (main.go:9)_[i]"]
+        );
+        assert_eq!(names("f(int) (x.cc:3)", "/a"), ["f (x.cc:3)"]);
+        assert_eq!(names("f (a b:1)", "/a"), ["f "]);
+        assert_eq!(names("f (a.go:1x)", "/a"), ["f "]);
+        assert_eq!(names("g (a.go:)", "/a"), ["g "]);
         assert!(names("(deleted)", "/a").is_empty());
         assert_eq!(
             names("_ZN9demo_node10hash_chain17h0123456789abcdefE", "/a"),

@@ -1,14 +1,19 @@
-// Command tiny is a small Go program whose stripped build is devprof's golden test of
-// names read from .gopclntab.
+// Command tiny is a small Go program whose stripped builds are devprof's golden test of
+// names, file:line and inlined frames read from .gopclntab.
 package main
 
 import "os"
+
+// mix is small enough to be inlined into spin: its code shows as an inlined frame.
+func mix(h, x int) int {
+	return h*31 + x
+}
 
 //go:noinline
 func spin(n int) int {
 	h := 0
 	for i := 0; i < n; i++ {
-		h = h*31 + i
+		h = mix(h, i)
 	}
 	return h
 }
