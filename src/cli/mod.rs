@@ -93,6 +93,11 @@ pub enum Command {
     /// Shell completion script on stdout: `devprof completions bash > /etc/bash_completion.d/devprof`.
     Completions(CompletionsArgs),
 
+    /// Running container names and compose services, one a line: what the completion
+    /// scripts offer for TARGET.
+    #[command(name = "__targets", hide = true)]
+    CompleteTargets,
+
     /// Count hardware and software events with perf stat: the target process over a
     /// window, or a command run N times in the target container, with IPC, cache-miss
     /// and branch-miss rates in words and run-time statistics.
