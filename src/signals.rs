@@ -63,6 +63,11 @@ impl Interrupts {
         }
     }
 
+    /// How many interrupts arrived since `install`, whoever handed them out.
+    pub fn received(&self) -> u32 {
+        *self.rx.borrow()
+    }
+
     /// Whether an interrupt arrived that was not yet handed out by `next`.
     pub fn pending(&self) -> bool {
         *self.rx.borrow() > self.seen
