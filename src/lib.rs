@@ -45,7 +45,6 @@ pub async fn run(cli: cli::Cli) -> Result<(), Error> {
             commands::profile::run(args, cli.output_dir, &mut interrupts).await
         }
         cli::Command::Completions(args) => commands::completions::write_script(args.shell),
-        cli::Command::CompleteTargets => commands::completions::print_targets().await,
         cli::Command::Fold(args) => commands::fold::run(args),
         cli::Command::Ls(args) => commands::ls::run(args, cli.output_dir),
         cli::Command::Clean(args) if args.containers => {
