@@ -2,7 +2,10 @@
 //! connection is `ssh [-l user] [-p port] -- host docker system dial-stdio`, HTTP spoken over
 //! its stdin and stdout. bollard connects to a private unix socket (in a 0700 directory of
 //! its own, removed when the bridge is dropped) whose every connection is one such ssh.
-//! The user's own ssh (config, agent, known_hosts) does the authenticating.
+//! The user's own ssh (config, agent, known_hosts) does the authenticating. bollard opens
+//! a connection per request, dozens per capture: the ssh processes share one master
+//! connection (ControlMaster, its socket in the same directory), told to exit when the
+//! bridge goes, and gone by itself 30 s after its last use should devprof be killed.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -59,10 +62,19 @@ impl SshTarget {
         })
     }
 
-    /// The ssh arguments for one connection; `--` keeps a host like `-oProxyCommand=...`
-    /// from being read as an option.
-    pub fn args(&self) -> Vec<String> {
+    /// The ssh arguments for one connection through the master at `control`; `--` keeps
+    /// a host like `-oProxyCommand=...` from being read as an option.
+    pub fn args(&self, control: &Path) -> Vec<String> {
         let mut args: Vec<String> = vec!["-o".into(), "ConnectTimeout=30".into(), "-T".into()];
+        args.extend(
+            [
+                "ControlMaster=auto".to_string(),
+                format!("ControlPath={}", control.display()),
+                "ControlPersist=30".to_string(),
+            ]
+            .into_iter()
+            .flat_map(|o| ["-o".to_string(), o]),
+        );
         if let Some(user) = &self.user {
             args.extend(["-l".into(), user.clone()]);
         }
@@ -80,6 +92,8 @@ impl SshTarget {
 pub struct SshBridge {
     dir: PathBuf,
     socket: PathBuf,
+    control: PathBuf,
+    host: String,
     accept: tokio::task::JoinHandle<()>,
     stderr: Arc<Mutex<String>>,
 }
@@ -97,7 +111,8 @@ impl SshBridge {
             }
         };
         let stderr = Arc::new(Mutex::new(String::new()));
-        let args = target.args();
+        let control = dir.join("master");
+        let args = target.args(&control);
         let seen = stderr.clone();
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
@@ -107,6 +122,8 @@ impl SshBridge {
         Ok(SshBridge {
             dir,
             socket,
+            control,
+            host: target.host,
             accept,
             stderr,
         })
@@ -133,6 +150,16 @@ impl SshBridge {
 impl Drop for SshBridge {
     fn drop(&mut self) {
         self.accept.abort();
+        if self.control.exists() {
+            let _ = std::process::Command::new("ssh")
+                .arg("-o")
+                .arg(format!("ControlPath={}", self.control.display()))
+                .args(["-O", "exit", "--", &self.host])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -218,11 +245,17 @@ mod tests {
         assert_eq!(t.host, "node.example");
         assert_eq!(t.port, Some(2222));
         assert_eq!(
-            t.args(),
+            t.args(Path::new("/run/d/master")),
             [
                 "-o",
                 "ConnectTimeout=30",
                 "-T",
+                "-o",
+                "ControlMaster=auto",
+                "-o",
+                "ControlPath=/run/d/master",
+                "-o",
+                "ControlPersist=30",
                 "-l",
                 "me",
                 "-p",
