@@ -47,6 +47,7 @@ impl Interrupts {
                     if let Some(note) = EXIT_NOTE.lock().ok().and_then(|n| n.clone()) {
                         eprintln!("devprof: {note}");
                     }
+                    crate::docker::ssh::remove_now();
                     std::process::exit(INTERRUPTED_EXIT);
                 }
             }

@@ -161,6 +161,22 @@ impl Drop for SshBridge {
                 .status();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+        if let Ok(mut live) = LIVE.lock() {
+            live.retain(|d| d != &self.dir);
+        }
+    }
+}
+
+/// The bridge directories of this process, for `remove_now` (an exit that skips Drop).
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Removes every bridge directory at once: the third Ctrl-C exits without unwinding.
+/// (The ssh master, no longer used, exits 30 s later by itself.)
+pub fn remove_now() {
+    if let Ok(dirs) = LIVE.lock() {
+        for dir in dirs.iter() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -177,7 +193,12 @@ fn private_dir() -> std::io::Result<PathBuf> {
             std::process::id()
         ));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
+            Ok(()) => {
+                if let Ok(mut live) = LIVE.lock() {
+                    live.push(dir.clone());
+                }
+                return Ok(dir);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
@@ -292,5 +313,10 @@ mod tests {
         assert!(bridge.address().starts_with("unix://"));
         drop(bridge);
         assert!(!dir.exists());
+        // remove_now covers a bridge that is never dropped.
+        let kept = SshBridge::start(SshTarget::parse("ssh://h").unwrap()).unwrap();
+        assert!(kept.dir().is_dir());
+        remove_now();
+        assert!(!kept.dir().exists());
     }
 }
