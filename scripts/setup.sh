@@ -25,6 +25,8 @@ command -v chromium >/dev/null || missing+=(chromium)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v ssh-keygen >/dev/null || missing+=(openssh-client)
 command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+# The completion test runs the fish script in fish.
+command -v fish >/dev/null || missing+=(fish)
 if [ "${#missing[@]}" -gt 0 ]; then
   say "installing ${missing[*]}"
   as_root apt-get update -qq

@@ -476,73 +476,108 @@ fn an_ssh_engine_works_end_to_end_through_docker_system_dial_stdio() {
     );
 }
 
-#[test]
-fn bash_completes_a_target_to_the_running_container() {
-    let test = "bash_completes_a_target_to_the_running_container";
-    if !demo_container_ready(test, DEMO_SEQ) {
-        return;
+/// What the shell offers for the last word of `line`, with the script of
+/// `devprof completions SHELL` loaded and the test's devprof first on PATH.
+fn shell_completes(shell: &str, cwd: &Path, line: &[&str]) -> Vec<String> {
+    let script = cwd.join(format!("devprof.{shell}"));
+    if !script.exists() {
+        let out = devprof(cwd).args(["completions", shell]).output().unwrap();
+        assert!(out.status.success());
+        std::fs::write(&script, &out.stdout).unwrap();
     }
-    let cwd = workdir();
-    let script = cwd.path().join("devprof.bash");
-    let out = devprof(cwd.path())
-        .args(["completions", "bash"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    std::fs::write(&script, &out.stdout).unwrap();
+    let program = match shell {
+        // What bash does on TAB: COMP_WORDS/COMP_CWORD set, the registered function called.
+        "bash" => format!(
+            "source '{}'\n\
+             fn=$(complete -p devprof | sed -n 's/.*-F \\([^ ]*\\).*/\\1/p')\n\
+             COMP_WORDS=({}); COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 ))\n\
+             COMP_LINE=\"${{COMP_WORDS[*]}}\"; COMP_POINT=${{#COMP_LINE}}\n\
+             \"$fn\" devprof \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"\n\
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+            script.display(),
+            line.iter()
+                .map(|w| format!("'{w}'"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        // fish answers for a command line it is given.
+        _ => format!(
+            "source '{}'; complete -C '{}'",
+            script.display(),
+            line.join(" ")
+        ),
+    };
     let bin_dir = assert_cmd::cargo::cargo_bin("devprof")
         .parent()
         .unwrap()
         .to_path_buf();
-    // What bash does on TAB: COMP_WORDS/COMP_CWORD set, the registered function called.
-    let complete = |line: &[&str]| -> Vec<String> {
-        let words = line
-            .iter()
-            .map(|w| format!("'{w}'"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let program = format!(
-            "source '{}'\n\
-             fn=$(complete -p devprof | sed -n 's/.*-F \\([^ ]*\\).*/\\1/p')\n\
-             COMP_WORDS=({words}); COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 ))\n\
-             COMP_LINE=\"${{COMP_WORDS[*]}}\"; COMP_POINT=${{#COMP_LINE}}\n\
-             \"$fn\" devprof \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"\n\
-             printf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
-            script.display()
-        );
-        let out = Command::new("bash")
-            .args(["-c", &program])
-            .env(
-                "PATH",
-                format!(
-                    "{}:{}",
-                    bin_dir.display(),
-                    std::env::var("PATH").unwrap_or_default()
-                ),
-            )
-            .current_dir(cwd.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(String::from)
-            .collect()
-    };
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new(shell);
+    if shell == "fish" {
+        cmd.arg("--no-config");
+    }
+    let out = cmd
+        .args(["-c", &program])
+        .env("PATH", path)
+        .current_dir(cwd)
+        .output()
+        .unwrap_or_else(|e| panic!("{shell}: {e} (scripts/setup.sh installs it)"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // fish adds a tab and a description; the word is before it.
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .filter(|w| !w.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn completes_targets_in(shell: &str) {
+    let test = format!("{shell}_completes_a_target_to_the_running_container");
+    if !demo_container_ready(&test, DEMO_SEQ) {
+        return;
+    }
+    let cwd = workdir();
+    let complete = |line: &[&str]| shell_completes(shell, cwd.path(), line);
     let got = complete(&["devprof", "cpu", "demo-s"]);
-    assert!(got.iter().any(|w| w == DEMO_SEQ), "{got:?}");
-    assert!(got.iter().all(|w| w.starts_with("demo-s")), "{got:?}");
-    // Every target of `profile`; and not where a duration goes after cpu's target.
+    assert!(got.iter().any(|w| w == DEMO_SEQ), "{shell}: {got:?}");
+    assert!(
+        got.iter().all(|w| w.starts_with("demo-s")),
+        "{shell}: {got:?}"
+    );
+    // Every target of `profile`; and not where a duration goes after cpu's target, nor
+    // for ls (its TARGET is a directory of the store).
     let got = complete(&["devprof", "profile", DEMO_SEQ, "demo-s"]);
-    assert!(got.iter().any(|w| w == DEMO_SEQ), "{got:?}");
-    let got = complete(&["devprof", "cpu", DEMO_SEQ, "demo-s"]);
-    assert!(!got.iter().any(|w| w == DEMO_SEQ), "{got:?}");
+    assert!(got.iter().any(|w| w == DEMO_SEQ), "{shell}: {got:?}");
+    for line in [
+        &["devprof", "cpu", DEMO_SEQ, "demo-s"][..],
+        &["devprof", "ls", "demo-s"][..],
+    ] {
+        let got = complete(line);
+        assert!(
+            !got.iter().any(|w| w == DEMO_SEQ),
+            "{shell} {line:?}: {got:?}"
+        );
+    }
     // Flags still complete as clap's script completes them.
     let got = complete(&["devprof", "cpu", "--call-g"]);
-    assert_eq!(got, ["--call-graph"]);
+    assert_eq!(got, ["--call-graph"], "{shell}");
+}
+
+#[test]
+fn bash_completes_a_target_to_the_running_container() {
+    completes_targets_in("bash");
+}
+
+#[test]
+fn fish_completes_a_target_to_the_running_container() {
+    completes_targets_in("fish");
 }

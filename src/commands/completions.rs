@@ -79,12 +79,47 @@ complete -F _devprof_with_targets -o bashdefault -o default devprof
     )
 }
 
+/// Fish: the same positions as bash, decided by a function over the words typed so far.
 fn fish_hook() -> String {
-    let subs: Vec<&str> = SINGLE_TARGET.iter().chain(MANY_TARGETS).copied().collect();
     format!(
-        "# Container names for TARGET arguments, from the engine at completion time.\n\
-         complete -c devprof -n \"__fish_seen_subcommand_from {}\" -f -a \"(devprof {TARGETS_COMMAND} 2>/dev/null)\"\n",
-        subs.join(" ")
+        r#"# Container names for TARGET arguments, from the engine at completion time.
+function __fish_devprof_wants_target
+    set -l words (commandline -opc)
+    set -e words[1]
+    set -l sub ''
+    set -l after 0
+    set -l skip 0
+    for w in $words
+        if test $skip = 1
+            set skip 0
+            continue
+        end
+        if test -z "$sub"
+            switch $w
+                case --output-dir
+                    set skip 1
+                case '-*'
+                case '*'
+                    set sub $w
+            end
+            continue
+        end
+        string match -q -- '-*' $w; or set after (math $after + 1)
+    end
+    switch $sub
+        case {single}
+            test $after = 0
+        case {many}
+            true
+        case '*'
+            false
+    end
+end
+complete -c devprof -n __fish_devprof_wants_target -f -a "(devprof {cmd} 2>/dev/null)"
+"#,
+        single = SINGLE_TARGET.join(" "),
+        many = MANY_TARGETS.join(" "),
+        cmd = TARGETS_COMMAND,
     )
 }
 
