@@ -21,6 +21,12 @@ command -v perf >/dev/null || missing+=(linux-perf)
 # The export and heatmap tests read devprof's files with the tools users open them in.
 command -v go >/dev/null || missing+=(golang-go)
 command -v chromium >/dev/null || missing+=(chromium)
+# The engine tests: certificates made by openssl, and an sshd for ssh:// engines.
+command -v openssl >/dev/null || missing+=(openssl)
+command -v ssh-keygen >/dev/null || missing+=(openssh-client)
+command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+# The completion test runs the fish script in fish.
+command -v fish >/dev/null || missing+=(fish)
 if [ "${#missing[@]}" -gt 0 ]; then
   say "installing ${missing[*]}"
   as_root apt-get update -qq

@@ -44,20 +44,7 @@ pub async fn run(cli: cli::Cli) -> Result<(), Error> {
                 .map_err(|e| Error::io("install signal handlers", e))?;
             commands::profile::run(args, cli.output_dir, &mut interrupts).await
         }
-        cli::Command::Completions(args) => {
-            use clap::CommandFactory;
-            use std::io::Write;
-            let mut command = cli::Cli::command();
-            // Into a buffer first: clap_complete panics when stdout closes early (`| head`).
-            let mut script = Vec::new();
-            clap_complete::generate(args.shell, &mut command, "devprof", &mut script);
-            match std::io::stdout().write_all(&script) {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                    Err(Error::io("write the completion script", e))
-                }
-                _ => Ok(()),
-            }
-        }
+        cli::Command::Completions(args) => commands::completions::write_script(args.shell),
         cli::Command::Fold(args) => commands::fold::run(args),
         cli::Command::Ls(args) => commands::ls::run(args, cli.output_dir),
         cli::Command::Clean(args) if args.containers => {

@@ -1,9 +1,10 @@
-use devprof::{cli::Cli, exit};
+use devprof::cli::{Cli, Invocation};
+use devprof::exit;
 
 fn main() {
     // .env fills in what neither flags nor the environment set (dotenvy never overrides).
     let _ = dotenvy::dotenv();
-    let cli = Cli::parse_args();
+    let invocation = Cli::invocation();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -11,7 +12,13 @@ fn main() {
             std::process::exit(exit::FAILURE);
         }
     };
-    let code = match runtime.block_on(devprof::run(cli)) {
+    let result = match invocation {
+        Invocation::Run(cli) => runtime.block_on(devprof::run(*cli)),
+        Invocation::CompleteTargets => {
+            runtime.block_on(devprof::commands::completions::print_targets())
+        }
+    };
+    let code = match result {
         Ok(()) => exit::OK,
         Err(e) => {
             eprintln!("error: {e}");

@@ -47,6 +47,7 @@ impl Interrupts {
                     if let Some(note) = EXIT_NOTE.lock().ok().and_then(|n| n.clone()) {
                         eprintln!("devprof: {note}");
                     }
+                    crate::docker::ssh::remove_now();
                     std::process::exit(INTERRUPTED_EXIT);
                 }
             }
@@ -61,6 +62,11 @@ impl Interrupts {
             rx: self.rx.clone(),
             seen: self.seen,
         }
+    }
+
+    /// How many interrupts arrived since `install`, whoever handed them out.
+    pub fn received(&self) -> u32 {
+        *self.rx.borrow()
     }
 
     /// Whether an interrupt arrived that was not yet handed out by `next`.

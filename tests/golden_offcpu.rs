@@ -210,7 +210,7 @@ fn off_cpu_frames_of_a_stripped_go_binary_are_named_from_its_pclntab() {
     let go = GoBinary::read(GO_TINY_PATH, &dir.join("tiny-stripped"))
         .unwrap()
         .expect("a Go binary");
-    let resolver = go_resolver(Some(&Arc::new(go))).expect("stripped: named by devprof");
+    let resolver = go_resolver(Some(&Arc::new(go)), false).expect("stripped: named by devprof");
 
     let mut named: Vec<Vec<String>> = Vec::new();
     let mut aggregator = Aggregator::new(Mode::Full);

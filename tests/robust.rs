@@ -607,3 +607,36 @@ fn captures_leave_no_build_id_cache_in_the_target_container() {
         node.0
     );
 }
+
+#[test]
+fn a_second_ctrl_c_aborts_a_session_with_130() {
+    if !devnet_ready("a_second_ctrl_c_aborts_a_session_with_130") {
+        return;
+    }
+    let nodes = [
+        start_node("session-a", &["--init"], &[]),
+        start_node("session-b", &["--init"], &[]),
+    ];
+    let cwd = workdir();
+    let mut session = spawn_capture(cwd.path(), &["profile", &nodes[0].0, &nodes[1].0, "30"]);
+    session.wait_for_window();
+    session.interrupt();
+    // The second comes while the first's stop is under way, as a user's impatient one does.
+    std::thread::sleep(Duration::from_millis(300));
+    session.interrupt();
+    let sent = Instant::now();
+    let output = session.wait_with_output();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(!stderr.contains("third interrupt"), "{stderr}");
+    // A liveness bound, not a speed assertion.
+    assert!(sent.elapsed() < Duration::from_secs(30), "{stderr}");
+    for node in &nodes {
+        let left = container_processes(&node.0);
+        assert!(
+            !left.contains("perf record"),
+            "perf left in {}: {left}",
+            node.0
+        );
+    }
+}

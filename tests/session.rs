@@ -296,23 +296,6 @@ fn tcp_proxy() -> u16 {
     port
 }
 
-fn assert_cpu_through(cwd: &Path, configure: impl Fn(&mut assert_cmd::Command)) {
-    let mut cmd = devprof(cwd);
-    cmd.args(["cpu", DEMO_SEQ, "3"]).env_remove("DOCKER_HOST");
-    configure(&mut cmd);
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stem = only_capture(cwd, DEMO_SEQ, "perf-");
-    let manifest = read_manifest(&stem);
-    assert!(manifest["sample_count"].as_u64().unwrap() > 0);
-    assert!(with_ext(&stem, "svg").is_file());
-}
-
 #[test]
 fn a_tcp_engine_address_works_end_to_end() {
     let _serial = one_session_at_a_time();

@@ -247,6 +247,81 @@ fn clean_keep_last_1_keeps_the_newest_even_when_it_is_older_than_age() {
     assert_outside_and_link_survive(&s);
 }
 
+/// A session manifest `days_ago` old listing `captures` (as `devprof profile` writes them).
+fn make_session(cwd: &Path, days_ago: i64, captures: &[&Made]) -> PathBuf {
+    use devprof::store::session::{SessionCapture, SessionRecord, SESSIONS_DIR};
+    let created = (Local::now() - Days::days(days_ago)).fixed_offset();
+    let record = SessionRecord {
+        devprof_version: "0.1.0".into(),
+        kind: "session".into(),
+        created: created.to_rfc3339(),
+        targets: "named".into(),
+        kinds: vec!["cpu".into()],
+        duration_requested_s: 3.0,
+        started_at: created.to_rfc3339(),
+        interrupted: false,
+        rows: Vec::new(),
+        captures: captures
+            .iter()
+            .map(|c| SessionCapture {
+                container: DEMO_SEQ.into(),
+                kind: "cpu".into(),
+                manifest: Some(format!("{DEMO_SEQ}/{}.json", c.name)),
+                window_started_at: None,
+                window_stopped_at: None,
+                error: None,
+            })
+            .collect(),
+        thresholds: String::new(),
+    };
+    let dir = cwd.join("profiling").join(SESSIONS_DIR);
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("session-{}.json", created.format("%Y%m%d-%H%M%S")));
+    fs::write(&path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn clean_removes_old_session_manifests_once_their_captures_are_gone() {
+    let s = store();
+    // 10 days old over the 30-day capture: goes. 10 days old but listing the 1-day
+    // capture that stays: kept. 1 day old: kept.
+    let old = make_session(s.cwd.path(), 10, &[&s.captures[3]]);
+    let old_but_listing_a_kept = make_session(s.cwd.path(), 11, &[&s.captures[0]]);
+    let recent = make_session(s.cwd.path(), 1, &[]);
+    let dry = devprof(s.cwd.path())
+        .args(["clean", "--older", "7d", "--dry-run"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let dry = String::from_utf8(dry).unwrap();
+    assert!(
+        dry.contains("would remove 1 session manifest (older than 7d"),
+        "{dry}"
+    );
+    assert!(old.is_file(), "a dry run removes nothing");
+    let out = devprof(s.cwd.path())
+        .args(["clean", "--older", "7d", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let summary: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let listed: Vec<&str> = summary["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(listed.len(), 1, "{summary}");
+    assert!(old.ends_with(listed[0]), "{listed:?}");
+    assert!(!old.exists());
+    assert!(old_but_listing_a_kept.is_file() && recent.is_file());
+}
+
 #[test]
 fn clean_never_follows_a_container_directory_that_is_a_link() {
     // A store entry that links to another store: its captures are not this store's.

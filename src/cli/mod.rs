@@ -40,7 +40,24 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// What the process was asked to do.
+pub enum Invocation {
+    Run(Box<Cli>),
+    /// `devprof __targets`, the completion scripts' call for TARGET names. It stays out of
+    /// clap: clap_complete would offer even a hidden subcommand to the user.
+    CompleteTargets,
+}
+
 impl Cli {
+    pub fn invocation() -> Invocation {
+        match std::env::args_os().nth(1) {
+            Some(first) if first == crate::commands::completions::TARGETS_COMMAND => {
+                Invocation::CompleteTargets
+            }
+            _ => Invocation::Run(Box::new(Self::parse_args())),
+        }
+    }
+
     /// Parses the process's arguments. clap drops a `--` with nothing after it, which
     /// would turn `devprof cpu demo-seq --` into a plain window: it is kept as an empty
     /// command instead, which the settings refuse.

@@ -1,12 +1,14 @@
 //! `devprof clean --older AGE`: retention. Removes the files the manifests of old captures
 //! list, inside their directories, never through a link, each manifest last; the leftovers
 //! of killed captures; and binaries of the heap symbol cache (`.symbols/`) that no kept
-//! manifest uses, once they are older than AGE.
+//! manifest uses, once they are older than AGE; and the session manifests
+//! (`sessions/session-*.json`) older than AGE whose captures are all gone.
 
 use crate::cli::CleanArgs;
 use crate::error::Result;
 use crate::settings::store::CleanSettings;
 use crate::store::catalog::{self, Action};
+use crate::store::session;
 use crate::units::human_bytes;
 use chrono::Local;
 use std::path::PathBuf;
@@ -57,11 +59,38 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
             bytes: *bytes,
         })
         .collect();
+    // Sessions span containers: a clean of one container's captures leaves them alone.
+    let sessions = match settings.container {
+        Some(_) => Vec::new(),
+        None => session::list(&settings.output_dir)?,
+    };
+    let kept_manifests: std::collections::HashSet<PathBuf> = captures
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !expired.contains(i))
+        .filter_map(|(_, c)| c.manifest_path.strip_prefix(&settings.output_dir).ok())
+        .map(PathBuf::from)
+        .collect();
+    let old_sessions: Vec<PathBuf> =
+        session::expired(&sessions, now, settings.older, &kept_manifests)
+            .into_iter()
+            .map(|i| sessions[i].0.clone())
+            .collect();
+    let session_plan: Vec<Action> = old_sessions
+        .iter()
+        .map(|path| Action::Remove {
+            path: path.clone(),
+            bytes: std::fs::symlink_metadata(path)
+                .map(|m| m.len())
+                .unwrap_or(0),
+        })
+        .collect();
     let plans: Vec<Vec<Action>> = expired
         .iter()
         .map(|&i| catalog::spare_shared(catalog::removal_plan(&captures[i]), &listed))
         .chain(leftover_plans)
         .chain(std::iter::once(cache_plan))
+        .chain(std::iter::once(session_plan))
         .collect();
     for plan in plans {
         for action in plan {
@@ -99,6 +128,7 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
             "captures": expired.iter().map(|&i| captures[i].manifest_path.clone()).collect::<Vec<_>>(),
             "leftovers": leftovers.iter().map(|l| l.reservation.clone()).collect::<Vec<_>>(),
             "symbol_cache": orphaned.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(),
+            "sessions": old_sessions,
             "removed": removed_files,
             "kept": kept,
             "bytes_freed": freed,
@@ -138,6 +168,13 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
             "{verb} {} cached binar{} of .symbols/ that no kept capture uses (older than {age})",
             orphaned.len(),
             if orphaned.len() == 1 { "y" } else { "ies" }
+        );
+    }
+    if !old_sessions.is_empty() {
+        println!(
+            "{verb} {} session manifest{} (older than {age}, their captures gone)",
+            old_sessions.len(),
+            if old_sessions.len() == 1 { "" } else { "s" }
         );
     }
     if spared_by_keep_last > 0 {

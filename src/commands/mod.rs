@@ -1,5 +1,6 @@
 pub mod build;
 pub mod clean;
+pub mod completions;
 pub mod compose;
 pub mod cpu;
 pub mod diff;

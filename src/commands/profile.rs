@@ -36,6 +36,11 @@ pub async fn run(
             }
         }
     }
+    // A second Ctrl-C aborts every capture: the run ends as interrupted (130), as a single
+    // capture does, not as a session some of whose captures failed.
+    if interrupts.received() >= 2 {
+        return Err(Error::Interrupted);
+    }
     match outcome.failed() {
         0 => Ok(()),
         failed => Err(Error::SessionIncomplete {

@@ -13,6 +13,7 @@ pub mod exec;
 pub mod image;
 pub mod pipe;
 pub mod probe;
+pub mod ssh;
 pub mod target;
 
 pub use containers::{
@@ -36,6 +37,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
 pub struct Docker {
     client: bollard::Docker,
     address: String,
+    /// An ssh engine's private socket: it lives as long as any handle to the engine.
+    _ssh: Option<std::sync::Arc<ssh::SshBridge>>,
 }
 
 /// The engine's version and kernel.
@@ -63,33 +66,76 @@ impl Docker {
             address: format!("{} (from {})", endpoint.host, endpoint.source),
             reason,
         };
-        if endpoint.tls {
-            // bollard's TLS needs its `ssl` feature (rustls), which this build leaves out;
-            // connecting in plain HTTP to a TLS port would fail obscurely, or worse succeed.
-            return Err(unreachable(
-                "this engine is reached over TLS (DOCKER_TLS_VERIFY, https:// or a context with TLS material),                  which this build of devprof does not speak; reach it through an SSH tunnel                  (`ssh -L 2375:/var/run/docker.sock HOST`, then DOCKER_HOST=tcp://127.0.0.1:2375) or a unix socket"
-                    .into(),
-            ));
-        }
-        if address.starts_with("ssh://") {
-            return Err(unreachable(
-                "ssh:// engines need bollard's ssh feature, which this build leaves out; forward the socket instead:                  `ssh -L 2375:/var/run/docker.sock HOST`, then DOCKER_HOST=tcp://127.0.0.1:2375"
-                    .into(),
-            ));
-        }
-        let client = bollard::Docker::connect_with_host(&address)
+        let mut bridge = None;
+        let client = if let Some(tls) = endpoint.tls.as_ref() {
+            let paths = tls.paths().map_err(unreachable)?;
+            // bollard reads DOCKER_TLS_VERIFY itself only in connect_with_host; the files
+            // are named here so that a context's own material is used.
+            bollard::Docker::connect_with_ssl(
+                &address,
+                &paths.key,
+                &paths.cert,
+                &paths.ca,
+                REQUEST_TIMEOUT.as_secs(),
+                bollard::API_DEFAULT_VERSION,
+            )
+            .map_err(|e| unreachable(tls_reason(&with_causes(&e), &paths)))?
+        } else if address.starts_with("ssh://") {
+            let target = ssh::SshTarget::parse(&address).map_err(unreachable)?;
+            let started = ssh::SshBridge::start(target)
+                .map_err(|e| unreachable(format!("cannot open the ssh bridge socket: {e}")))?;
+            let client = bollard::Docker::connect_with_unix(
+                &started.address(),
+                REQUEST_TIMEOUT.as_secs(),
+                bollard::API_DEFAULT_VERSION,
+            )
+            .map_err(|e| unreachable(e.to_string()))?;
+            bridge = Some(std::sync::Arc::new(started));
+            client
+        } else if endpoint::is_network(&address) {
+            // Not connect_with_host: it would switch to TLS on any DOCKER_TLS_VERIFY, "0" too.
+            bollard::Docker::connect_with_http(
+                &address,
+                REQUEST_TIMEOUT.as_secs(),
+                bollard::API_DEFAULT_VERSION,
+            )
             .map_err(|e| unreachable(e.to_string()))?
-            .with_timeout(REQUEST_TIMEOUT);
-        let negotiated = tokio::time::timeout(CONNECT_TIMEOUT, async {
+        } else {
+            bollard::Docker::connect_with_host(&address).map_err(|e| unreachable(e.to_string()))?
+        }
+        .with_timeout(REQUEST_TIMEOUT);
+        let answer = tokio::time::timeout(CONNECT_TIMEOUT, async {
             client.ping().await?;
             client.negotiate_version().await
         })
         .await
-        .map_err(|_| unreachable(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))?
-        .map_err(|e| unreachable(e.to_string()))?;
+        .map_err(|_| unreachable(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))?;
+        if let (Err(_), Some(b)) = (&answer, &bridge) {
+            // ssh's stderr may still be on its way when its stdout has already closed.
+            for _ in 0..10 {
+                if !b.ssh_said().is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        let negotiated = answer.map_err(|e| {
+            let mut reason = with_causes(&e);
+            if let Some(paths) = endpoint.tls.as_ref().and_then(|t| t.paths().ok()) {
+                reason = tls_reason(&reason, &paths);
+            }
+            if let Some(b) = &bridge {
+                let said = b.ssh_said();
+                if !said.is_empty() {
+                    reason = format!("{reason}; ssh said: {said}");
+                }
+            }
+            unreachable(reason)
+        })?;
         Ok(Docker {
             client: negotiated,
             address,
+            _ssh: bridge,
         })
     }
 
@@ -145,6 +191,41 @@ impl Docker {
             kernel: v.kernel_version.unwrap_or_default(),
         })
     }
+}
+
+/// An error with the causes under it: hyper's own text ("client error (Connect)") hides
+/// the one that says what went wrong (an unknown issuer, a refused connection).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = c.source();
+    }
+    text
+}
+
+/// A TLS failure with the file that most likely explains it.
+fn tls_reason(error: &str, paths: &endpoint::TlsPaths) -> String {
+    let hint = if error.contains("UnknownIssuer") || error.contains("invalid peer certificate") {
+        format!(
+            "the engine's certificate is not signed by {} (wrong CA for this engine?)",
+            paths.ca.display()
+        )
+    } else if error.contains("certificate") || error.contains("handshake") {
+        format!(
+            "the TLS handshake failed; check {}, {} and {}",
+            paths.ca.display(),
+            paths.cert.display(),
+            paths.key.display()
+        )
+    } else {
+        return error.to_string();
+    };
+    format!("{error}: {hint}")
 }
 
 pub(crate) fn api_error(action: &str, e: bollard::errors::Error) -> Error {

@@ -82,9 +82,92 @@ pub fn list(output_dir: &Path) -> Result<Vec<(PathBuf, SessionRecord)>> {
     Ok(sessions)
 }
 
+/// The sessions `clean --older AGE` removes: created before `now - older` (unreadable
+/// instants count as old), and none of whose captures stays in the store (`kept`: the
+/// manifests, relative to the store, that this clean leaves), so that `--keep-last` also
+/// keeps the sessions of the captures it keeps.
+pub fn expired(
+    sessions: &[(PathBuf, SessionRecord)],
+    now: chrono::DateTime<chrono::FixedOffset>,
+    older: std::time::Duration,
+    kept: &std::collections::HashSet<PathBuf>,
+) -> Vec<usize> {
+    let cutoff = chrono::Duration::from_std(older)
+        .ok()
+        .and_then(|age| now.checked_sub_signed(age));
+    sessions
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, record))| {
+            let old = match (
+                chrono::DateTime::parse_from_rfc3339(&record.created),
+                cutoff,
+            ) {
+                (Ok(created), Some(cutoff)) => created < cutoff,
+                (Err(_), Some(_)) => true,
+                (_, None) => false,
+            };
+            let lists_a_kept_capture = record
+                .captures
+                .iter()
+                .filter_map(|c| c.manifest.as_deref())
+                .any(|m| kept.contains(Path::new(m)));
+            old && !lists_a_kept_capture
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn session(created: &str, manifests: &[&str]) -> (PathBuf, SessionRecord) {
+        let record = SessionRecord {
+            devprof_version: "0".into(),
+            kind: "session".into(),
+            created: created.into(),
+            targets: "named".into(),
+            kinds: vec!["cpu".into()],
+            duration_requested_s: 5.0,
+            started_at: created.into(),
+            interrupted: false,
+            rows: Vec::new(),
+            captures: manifests
+                .iter()
+                .map(|m| SessionCapture {
+                    container: "c".into(),
+                    kind: "cpu".into(),
+                    manifest: Some(m.to_string()),
+                    window_started_at: None,
+                    window_stopped_at: None,
+                    error: None,
+                })
+                .collect(),
+            thresholds: String::new(),
+        };
+        (
+            PathBuf::from(format!("sessions/session-{created}.json")),
+            record,
+        )
+    }
+
+    #[test]
+    fn old_sessions_expire_unless_a_capture_they_list_stays() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-23T12:00:00+00:00").unwrap();
+        let day = std::time::Duration::from_secs(86_400);
+        let sessions = vec![
+            session("2026-11-20T12:00:00.000+00:00", &["a/perf-1.json"]),
+            session("2026-11-20T13:00:00.000+00:00", &["a/perf-2.json"]),
+            session("2026-11-23T11:00:00.000+00:00", &[]),
+            session("not a date", &[]),
+        ];
+        let kept: std::collections::HashSet<PathBuf> =
+            [PathBuf::from("a/perf-2.json")].into_iter().collect();
+        assert_eq!(expired(&sessions, now, day, &kept), vec![0, 3]);
+        // Nothing is older than ten days.
+        assert!(expired(&sessions[..3], now, day * 10, &kept).is_empty());
+    }
 
     #[test]
     fn lists_session_manifests_only() {

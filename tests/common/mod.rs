@@ -447,3 +447,22 @@ pub fn assert_usage_errors_write_nothing(cwd: &Path, cases: &[(&[&str], &str)]) 
     }
     assert!(files_under(cwd).is_empty(), "{:?}", files_under(cwd));
 }
+
+/// `devprof cpu demo-seq 3` with the engine `configure` names (DOCKER_HOST cleared first)
+/// succeeds and writes a capture with samples and its flamegraph.
+pub fn assert_cpu_through(cwd: &Path, configure: impl Fn(&mut assert_cmd::Command)) {
+    let mut cmd = devprof(cwd);
+    cmd.args(["cpu", DEMO_SEQ, "3"]).env_remove("DOCKER_HOST");
+    configure(&mut cmd);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stem = only_capture(cwd, DEMO_SEQ, "perf-");
+    let manifest = read_manifest(&stem);
+    assert!(manifest["sample_count"].as_u64().unwrap() > 0);
+    assert!(with_ext(&stem, "svg").is_file());
+}
