@@ -30,7 +30,12 @@ ROOT="${BENCH_SYMFS:-$WORK/root}"
 if [ -z "${BENCH_SYMFS:-}" ]; then
   echo "copying the files of $TARGET the stacks point into ..." >&2
   mkdir -p "$ROOT"
-  docker export "$TARGET" | tar -x -C "$ROOT" --wildcards 'usr/local/bin/*' 'usr/lib/*' 'lib*' 'usr/bin/*' 2>/dev/null || true
+  # root/.debug: an export stores a binary perf once cached there (a hard link) as a link
+  # to the cached copy, which must come out too.
+  docker export "$TARGET" | tar -x -C "$ROOT" --wildcards 'usr/local/bin/*' 'usr/lib/*' 'lib*' 'usr/bin/*' 'root/.debug/*' 2>/dev/null || true
+  for f in usr/local/bin usr/lib/x86_64-linux-gnu/libc.so.6; do
+    [ -e "$ROOT/$f" ] || echo "bench-native: warning: $f did not come out of $TARGET's export" >&2
+  done
 fi
 
 measure() { # name, command... -> "wall_s peak_mb"

@@ -2,8 +2,12 @@
 //! capture window early, a second one asks for a fast stop (abort, with clean-up), and the
 //! third exits at once with 130, whatever devprof is waiting on.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
+
+/// Every SIGINT and SIGTERM delivered to the process, counted in the signal handler.
+static DELIVERED: AtomicU32 = AtomicU32::new(0);
 
 /// The interrupt that ends devprof at once, without waiting for clean-up.
 pub const EXIT_NOW_AT: u32 = 3;
@@ -29,6 +33,17 @@ impl Interrupts {
     /// Takes over SIGINT and SIGTERM for the rest of the process's life.
     pub fn install() -> std::io::Result<Self> {
         let (tx, rx) = watch::channel(0u32);
+        // tokio's streams coalesce signals that arrive before their task runs, so three
+        // quick Ctrl-Cs could count as one; the handler itself counts every delivery and
+        // the streams only wake the task that publishes the count.
+        for signal_number in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: the action only increments an atomic, which is async-signal-safe.
+            unsafe {
+                signal_hook_registry::register(signal_number, || {
+                    DELIVERED.fetch_add(1, Ordering::SeqCst);
+                })
+            }?;
+        }
         let mut int = signal(SignalKind::interrupt())?;
         let mut term = signal(SignalKind::terminate())?;
         tokio::spawn(async move {
@@ -37,8 +52,9 @@ impl Interrupts {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
                 }
-                tx.send_modify(|n| *n += 1);
-                if *tx.borrow() >= EXIT_NOW_AT {
+                let delivered = DELIVERED.load(Ordering::SeqCst).max(*tx.borrow() + 1);
+                tx.send_modify(|n| *n = delivered);
+                if delivered >= EXIT_NOW_AT {
                     // The clean-up the second one started may itself be what hangs.
                     eprintln!(
                         "devprof: third interrupt: exiting now; a recorder or sidecar may be left behind \

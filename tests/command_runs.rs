@@ -93,8 +93,9 @@ fn nothing_left(container: &str, worker: &Worker) {
     let ps = container_processes(container);
     assert!(!worker.running(), "the command still runs:\n{ps}");
     assert!(
-        !ps.lines()
-            .any(|l| l.contains("perf record") && l.contains("/tmp/devprof.")),
+        !perf_records(&ps)
+            .iter()
+            .any(|l| l.contains("/tmp/devprof.")),
         "perf still runs:\n{ps}"
     );
 }

@@ -224,6 +224,18 @@ pub fn container_processes(container: &str) -> String {
     ])
 }
 
+/// The `perf record` command lines in `processes` (as `container_processes` lists them):
+/// devprof runs `perf --buildid-dir DIR record ...`.
+pub fn perf_records(processes: &str) -> Vec<&str> {
+    processes
+        .lines()
+        .filter(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            words.first().is_some_and(|w| w.ends_with("perf")) && words.contains(&"record")
+        })
+        .collect()
+}
+
 /// The repository root (where compose/, dockerfiles/ and Cargo.toml are).
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
