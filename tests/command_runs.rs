@@ -88,14 +88,18 @@ fn sample_span_s(stem: &Path) -> f64 {
     (last - first) as f64 / 1e9
 }
 
-/// No perf of this capture, and no worker, left in the container.
-fn nothing_left(container: &str, worker: &Worker) {
+/// No perf of this capture (found by its workdir, named in the manifest: other tests
+/// record the same container meanwhile), and no worker, left in the container.
+fn nothing_left(container: &str, worker: &Worker, manifest: &serde_json::Value) {
+    let command: Vec<String> =
+        serde_json::from_value(manifest["perf"]["record_command"].clone()).unwrap();
+    let data = &command[command.iter().position(|a| a == "-o").unwrap() + 1];
+    let workdir = data.rsplit_once('/').unwrap().0;
+    assert!(workdir.starts_with("/tmp/devprof."), "{workdir}");
     let ps = container_processes(container);
     assert!(!worker.running(), "the command still runs:\n{ps}");
     assert!(
-        !perf_records(&ps)
-            .iter()
-            .any(|l| l.contains("/tmp/devprof.")),
+        !perf_records(&ps).iter().any(|l| l.contains(workdir)),
         "perf still runs:\n{ps}"
     );
 }
@@ -163,7 +167,7 @@ fn cpu_command_run_records_the_command_from_start_to_end() {
         "samples span {span:.3} s of a {wall:.3} s run"
     );
     assert!(with_ext(&stem, "svg").is_file() && with_ext(&stem, "folded").is_file());
-    nothing_left(DEMO_SEQ, &worker);
+    nothing_left(DEMO_SEQ, &worker, &m);
 }
 
 #[test]
@@ -216,7 +220,7 @@ fn cpu_command_run_ctrl_c_stops_the_command_and_keeps_the_recording() {
     let m = read_manifest(&only_capture(cwd.path(), DEMO_SEQ, "perf-"));
     assert_eq!(m["interrupted"], true);
     assert!(m["sample_count"].as_u64().unwrap() > 0);
-    nothing_left(DEMO_SEQ, &worker);
+    nothing_left(DEMO_SEQ, &worker, &m);
 }
 
 #[test]

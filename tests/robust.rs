@@ -570,9 +570,9 @@ fn ctrl_c_while_folding_leaves_no_perf_script_in_the_target() {
     );
 }
 
-/// perf keeps a build-id cache (a copy or hard link of every binary it saw) in its user's
-/// `~/.debug`. Left there, every capture grew the target container's writable layer by a
-/// copy of its binaries (22 MB in demo-seq). The cache now lives in the capture's workdir.
+/// perf keeps a build-id cache (a hard link or copy of every binary it saw) in its user's
+/// `~/.debug`: off-CPU captures left one in the target container (22 MB in demo-seq).
+/// Records now keep no cache (`-N`) and perf's cache directory is the capture's workdir.
 #[test]
 fn captures_leave_no_build_id_cache_in_the_target_container() {
     if !devnet_ready("captures_leave_no_build_id_cache_in_the_target_container") {

@@ -68,8 +68,11 @@ _devprof_with_targets() {{
         {many}) [[ "$prev" == -* ]] && return 0 ;;
         *) return 0 ;;
     esac
-    local IFS=$'\n'
-    COMPREPLY+=( $(compgen -W "$(devprof {cmd} 2>/dev/null)" -- "$cur") )
+    # Matched by hand: `compgen -W` would expand `$(...)` inside a name.
+    local name
+    while IFS= read -r name; do
+        [[ "$name" == "$cur"* ]] && COMPREPLY+=( "$name" )
+    done < <(devprof {cmd} 2>/dev/null)
 }}
 complete -F _devprof_with_targets -o bashdefault -o default devprof
 "#,
@@ -176,11 +179,20 @@ pub fn target_names(containers: &[ContainerInfo]) -> Vec<String> {
         .iter()
         .filter(|c| c.is_running())
         .flat_map(|c| std::iter::once(c.name.clone()).chain(c.service.clone()))
-        .filter(|n| !n.is_empty())
+        .filter(|n| is_plain_name(n))
         .collect();
     names.sort();
     names.dedup();
     names
+}
+
+/// Docker's rule for container names (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`), which compose
+/// service names follow too. Anything else (a label can hold any text) is never offered:
+/// a shell must not be handed `$(...)`, globs or spaces by whoever can start a container.
+fn is_plain_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }
 
 #[cfg(test)]
@@ -211,6 +223,16 @@ mod tests {
             target_names(&list),
             ["demo-rpc", "demo-seq", "proj-seq-2", "rpc", "seq"]
         );
+    }
+
+    #[test]
+    fn names_a_shell_would_expand_are_never_offered() {
+        let list = [
+            container("ok-1", Some("$(touch /tmp/owned)"), "running"),
+            container("a b", Some("*"), "running"),
+            container("svc_2.x", Some("`id`"), "running"),
+        ];
+        assert_eq!(target_names(&list), ["ok-1", "svc_2.x"]);
     }
 
     #[test]

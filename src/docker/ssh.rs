@@ -8,6 +8,7 @@
 //! bridge goes, and gone by itself 30 s after its last use should devprof be killed.
 
 use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -155,6 +156,7 @@ impl Drop for SshBridge {
                 .arg("-o")
                 .arg(format!("ControlPath={}", self.control.display()))
                 .args(["-O", "exit", "--", &self.host])
+                .process_group(0)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -210,11 +212,15 @@ fn private_dir() -> std::io::Result<PathBuf> {
 
 /// One bollard connection carried over one `ssh ... docker system dial-stdio`.
 async fn relay(client: UnixStream, args: Vec<String>, seen: Arc<Mutex<String>>) {
+    // A process group of its own: the terminal's Ctrl-C goes to devprof's group, and ssh
+    // without a tty exits on SIGINT, which would cut the connection the capture still
+    // needs to stop its recorder.
     let child = Command::new("ssh")
         .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn();
     let mut child = match child {

@@ -84,7 +84,7 @@ impl<'d, 'f> Image<'d, 'f> {
     pub fn text_start(&self, address: u64, header: &[u8]) -> Option<u64> {
         let ptr = u64::from(*header.get(7)?);
         self.relocated
-            .get(&(address + 8 + 2 * ptr))
+            .get(&address.checked_add(8 + 2 * ptr)?)
             .copied()
             .or_else(|| self.file.section_by_name(".text").map(|s| s.address()))
     }
@@ -97,11 +97,11 @@ impl<'d, 'f> Image<'d, 'f> {
         let field = gofunc_field(layout)?;
         let funcnametab = pclntab.checked_add(funcname_offset)?;
         self.pointers_to(pclntab).into_iter().find_map(|m| {
-            if self.word(m + self.ptr)? != funcnametab {
+            if self.word(m.checked_add(self.ptr)?)? != funcnametab {
                 return None;
             }
-            let gofunc = self.word(m + field * self.ptr)?;
-            let rodata = self.word(m + (field - 1) * self.ptr)?;
+            let gofunc = self.word(m.checked_add(field * self.ptr)?)?;
+            let rodata = self.word(m.checked_add((field - 1) * self.ptr)?)?;
             if gofunc < rodata || gofunc >= pclntab {
                 return None;
             }

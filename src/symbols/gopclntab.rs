@@ -110,6 +110,15 @@ impl Reader<'_> {
     fn header_word(&self, index: u64) -> Result<u64, PclnError> {
         self.word(8 + index * self.ptr as u64)
     }
+    /// A header word that is an offset into the table: past the table's end it is
+    /// corrupt, and refusing it here keeps every later `offset + small` from overflowing.
+    fn table_offset(&self, index: u64) -> Result<u64, PclnError> {
+        let offset = self.header_word(index)?;
+        if offset > self.data.len() as u64 {
+            return err(format!("header offset {offset:#x} past the table's end"));
+        }
+        Ok(offset)
+    }
     pub(super) fn cstr(&self, at: u64) -> Result<String, PclnError> {
         let start = usize::try_from(at).map_err(|_| PclnError("offset too large".into()))?;
         let rest = self
@@ -200,9 +209,9 @@ impl PcLnTab {
                 .find_map(|section| {
                     let data = section.data().ok()?;
                     let (at, table) = search(data, |at| {
-                        image.text_start(section.address() + at as u64, &data[at..])
+                        image.text_start(section.address().checked_add(at as u64)?, &data[at..])
                     })?;
-                    Some((table, section.address() + at as u64))
+                    Some((table, section.address().checked_add(at as u64)?))
                 })?
         };
         let layout = table.layout;
@@ -279,10 +288,10 @@ fn search(data: &[u8], text_start: impl Fn(usize) -> Option<u64>) -> Option<(usi
 /// The offsets of the name, CU, file and pc-value tables: header words `first..first+4`.
 fn tables(r: &Reader<'_>, first: u64) -> Result<Tables, PclnError> {
     Ok(Tables {
-        funcname: r.header_word(first)?,
-        cutab: r.header_word(first + 1)?,
-        filetab: r.header_word(first + 2)?,
-        pctab: r.header_word(first + 3)?,
+        funcname: r.table_offset(first)?,
+        cutab: r.table_offset(first + 1)?,
+        filetab: r.table_offset(first + 2)?,
+        pctab: r.table_offset(first + 3)?,
     })
 }
 
@@ -323,8 +332,8 @@ fn read_go118(
         0 => relocated.unwrap_or(0),
         start => start,
     };
-    let funcname = r.header_word(3)?;
-    let pcln = r.header_word(7)?;
+    let funcname = r.table_offset(3)?;
+    let pcln = r.table_offset(7)?;
     let mut entries = Vec::new();
     let mut offsets = Vec::new();
     for i in 0..nfunc {
@@ -337,18 +346,25 @@ fn read_go118(
         }
         let name_off = u64::from(r.u32(func + 4)?);
         let name = r.cstr(funcname + name_off)?;
-        entries.push((text_start + u64::from(entry_off), name));
+        entries.push((address_in_text(text_start, entry_off)?, name));
         offsets.push(func);
     }
-    let end = text_start + u64::from(r.u32(pcln + nfunc * 8)?);
+    let end = address_in_text(text_start, r.u32(pcln + nfunc * 8)?)?;
     Ok((finish(entries, end)?, offsets))
+}
+
+/// `text_start + offset`, an error where a corrupt text start makes it overflow.
+fn address_in_text(text_start: u64, offset: u32) -> Result<u64, PclnError> {
+    text_start
+        .checked_add(u64::from(offset))
+        .ok_or_else(|| PclnError(format!("text start {text_start:#x} is corrupt")))
 }
 
 /// Go 1.16–1.17: pointer-sized absolute entries, names in their own table.
 fn read_go116(r: &Reader<'_>) -> Result<(Vec<GoFunc>, Vec<u64>), PclnError> {
     let nfunc = count(r.header_word(0)?)?;
-    let funcname = r.header_word(2)?;
-    let pcln = r.header_word(6)?;
+    let funcname = r.table_offset(2)?;
+    let pcln = r.table_offset(6)?;
     read_word_table(r, nfunc, pcln, funcname)
 }
 
@@ -370,7 +386,9 @@ fn read_word_table(
     let mut offsets = Vec::new();
     for i in 0..nfunc {
         let entry = r.word(table + i * row)?;
-        let func = table + r.word(table + i * row + r.ptr as u64)?;
+        let func = table
+            .checked_add(r.word(table + i * row + r.ptr as u64)?)
+            .ok_or_else(|| PclnError(format!("function {i}: record offset overflows")))?;
         if r.word(func)? != entry {
             return err(format!("function {i}: entry does not match its table row"));
         }

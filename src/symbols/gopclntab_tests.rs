@@ -543,3 +543,27 @@ proptest::proptest! {
         }
     }
 }
+
+/// Header words near the top of the address space made the offsets wrap (a panic under
+/// overflow checks, wrong names without): every word of the header, so set, errors.
+#[test]
+fn header_offsets_near_the_top_of_the_address_space_give_errors() {
+    let bytes = data("tiny-stripped");
+    let file = object::File::parse(&*bytes).unwrap();
+    let section = file.section_by_name(".gopclntab").unwrap();
+    let clean = section.data().unwrap().to_vec();
+    assert!(PcLnTab::parse_relocated(&clean, None).is_ok());
+    // Go 1.18's header words: 0 nfunc, 2 text start, 3..=7 the table offsets (1, nfiles,
+    // is not read).
+    for word in [0usize, 2, 3, 4, 5, 6, 7] {
+        for k in [0u64, 3, 8, 0xffff] {
+            let mut table = clean.clone();
+            let at = 8 + word * 8;
+            table[at..at + 8].copy_from_slice(&(u64::MAX - k).to_le_bytes());
+            assert!(
+                PcLnTab::parse_relocated(&table, None).is_err(),
+                "header word {word} = u64::MAX - {k} was taken"
+            );
+        }
+    }
+}

@@ -203,7 +203,9 @@ impl Source {
                     place: f.place(pc)?,
                 });
                 // The parent's frame is placed at an instruction of the call site.
-                pc = entry + u64::from(parent_pc);
+                pc = entry.checked_add(u64::from(parent_pc)).ok_or_else(|| {
+                    PclnError(format!("inline call site past the end at {entry:#x}"))
+                })?;
             }
         }
         frames.push(GoFrame {

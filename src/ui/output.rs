@@ -15,7 +15,7 @@ pub fn emit(
     if as_json {
         print_json(&json());
     } else {
-        print!("{}", human());
+        write_stdout(&human());
     }
     for warning in warnings {
         eprintln!("warning: {warning}");
@@ -24,10 +24,21 @@ pub fn emit(
 
 /// Prints `value` as pretty JSON on stdout: what every `--json` prints.
 pub fn print_json(value: &impl serde::Serialize) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_default()
-    );
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    write_stdout(&text);
+}
+
+/// Writes `text` to stdout; a reader that went away (`| head -1`) ends the output quietly
+/// where `print!` would panic.
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("devprof: cannot write the output: {e}");
+        }
+    }
 }
 
 /// `process: demo-node (exe /usr/local/bin/demo-node, user root, native)`: which program

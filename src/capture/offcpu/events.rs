@@ -107,7 +107,7 @@ pub async fn ring_buffer(target: &PerfTarget, workdir: &str) -> Option<String> {
     let pid = target.process.pid.to_string();
     let trial = format!("{workdir}/ring-trial.data");
     for size in RING_BUFFERS {
-        let head = target.ready.perf.in_workdir(workdir, "record");
+        let head = target.ready.perf.record_in(workdir);
         let mut argv: Vec<&str> = head.iter().map(String::as_str).collect();
         argv.extend([
             "-q",

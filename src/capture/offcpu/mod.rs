@@ -121,7 +121,7 @@ async fn record_and_summarize(
 
     // Every event counted (-c 1), with its call chain.
     let perf_tool = &target.ready.perf;
-    let mut record_argv = perf_tool.in_workdir(workdir, "record");
+    let mut record_argv = perf_tool.record_in(workdir);
     for event in &checked.events {
         record_argv.extend(["-e".into(), event.clone()]);
     }

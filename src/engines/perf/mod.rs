@@ -290,7 +290,7 @@ pub fn symfs_args(symfs: Option<&str>) -> Vec<String> {
 
 /// `perf record -g --call-graph ... -F ... -e EVENT`: how a CPU capture samples.
 fn record_head(ready: &PerfReady, job: &RecordJob) -> Vec<String> {
-    let mut argv = ready.perf.in_workdir(&job.workdir, "record");
+    let mut argv = ready.perf.record_in(&job.workdir);
     argv.extend([
         "-g".into(),
         "--call-graph".into(),

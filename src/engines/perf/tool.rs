@@ -43,11 +43,9 @@ pub struct PerfTool {
 }
 
 impl PerfTool {
-    /// `perf --buildid-dir WORKDIR/buildid SUBCOMMAND`: perf keeps its build-id cache (copies
-    /// or hard links of every binary it saw, and the vdso) in the capture's own workdir,
-    /// which is removed afterwards, instead of the container user's `~/.debug`, where it
-    /// would stay and, on overlayfs, copy each binary into the container's writable layer.
-    /// `perf script` is given the same directory, so it still finds the vdso recorded there.
+    /// `perf --buildid-dir WORKDIR/buildid SUBCOMMAND`: whatever perf reads or writes of a
+    /// build-id cache stays in the capture's own workdir, which is removed afterwards,
+    /// never in the container user's `~/.debug`.
     pub fn in_workdir(&self, workdir: &str, subcommand: &str) -> Vec<String> {
         vec![
             self.path.clone(),
@@ -55,6 +53,15 @@ impl PerfTool {
             format!("{workdir}/buildid"),
             subcommand.into(),
         ]
+    }
+
+    /// `perf ... record -N`: no build-id cache at all. perf hard-links every binary it saw
+    /// into the cache, and on overlayfs a link copies the binary up into the container's
+    /// writable layer, where the copy stays after the link is removed.
+    pub fn record_in(&self, workdir: &str) -> Vec<String> {
+        let mut argv = self.in_workdir(workdir, "record");
+        argv.push("-N".into());
+        argv
     }
 }
 
