@@ -48,12 +48,13 @@ pub enum Invocation {
     CompleteTargets,
 }
 
+/// The hidden subcommand the completion scripts call for TARGET names.
+pub const TARGETS_COMMAND: &str = "__targets";
+
 impl Cli {
     pub fn invocation() -> Invocation {
         match std::env::args_os().nth(1) {
-            Some(first) if first == crate::commands::completions::TARGETS_COMMAND => {
-                Invocation::CompleteTargets
-            }
+            Some(first) if first == TARGETS_COMMAND => Invocation::CompleteTargets,
             _ => Invocation::Run(Box::new(Self::parse_args())),
         }
     }

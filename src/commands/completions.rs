@@ -9,8 +9,7 @@ use clap_complete::Shell;
 use std::io::Write;
 use std::time::Duration;
 
-/// The hidden subcommand the scripts call.
-pub const TARGETS_COMMAND: &str = "__targets";
+pub use crate::cli::TARGETS_COMMAND;
 
 /// The subcommands whose first positional is a TARGET, and `profile`, whose positionals
 /// all are (the last may be a duration, which the user types anyway).
