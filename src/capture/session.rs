@@ -163,7 +163,7 @@ pub async fn record(
         until_command_ends,
     } = *window;
     let record_script = format!(
-        "echo $$ > {pidfile}; echo {START_MARKER}; exec {cmd}",
+        "echo $$ > {pidfile}; read _go || exit 0; echo {START_MARKER}; exec {cmd}",
         pidfile = quote(&format!("{workdir}/perf.pid")),
         cmd = record_argv
             .iter()
@@ -171,13 +171,15 @@ pub async fn record(
             .collect::<Vec<_>>()
             .join(" ")
     );
-    // The exec is created now and started when the window opens: in a session, when
-    // every capture is ready, so only the start call stands between the recorders.
+    // The exec starts now and waits for a line on its stdin, written when the window
+    // opens: in a session, when every capture is ready, so the recorders are released
+    // together rather than one exec start after another.
     let docker = shell.docker().clone();
     let container = shell.container().to_string();
     let user = user.unwrap_or(ROOT).to_string();
     let (tx, mut chunks) = mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
     let (go, ready) = tokio::sync::oneshot::channel::<()>();
+    let (running_tx, running) = tokio::sync::oneshot::channel::<()>();
     let mut task = tokio::spawn(async move {
         let go = async {
             if ready.await.is_err() {
@@ -186,15 +188,25 @@ pub async fn record(
             }
         };
         docker
-            .exec_streaming_when(
+            .exec_streaming_released(
                 &container,
                 Some(&user),
                 &["sh", "-c", &record_script],
                 tx,
+                running_tx,
                 go,
             )
             .await
     });
+    // Ready only once the recorder's shell runs: the last capture to arrive opens the
+    // gate, and an exec still being started then would start late.
+    tokio::select! {
+        _ = running => {}
+        _ = interrupts.next() => {
+            task.abort();
+            return Err(Error::Interrupted);
+        }
+    }
     tokio::select! {
         _ = gate::wait_for_start() => {}
         _ = interrupts.next() => {

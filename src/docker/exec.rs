@@ -44,11 +44,25 @@ impl Docker {
         argv: &[&str],
         go: impl std::future::Future<Output = ()>,
     ) -> Result<(String, StartExecResults)> {
+        self.start_exec_with(container, user, argv, go, false).await
+    }
+
+    /// `start_exec`, with the process's stdin attached when `stdin` (the caller writes
+    /// to the `input` of the result).
+    async fn start_exec_with(
+        &self,
+        container: &str,
+        user: Option<&str>,
+        argv: &[&str],
+        go: impl std::future::Future<Output = ()>,
+        stdin: bool,
+    ) -> Result<(String, StartExecResults)> {
         let exec = self
             .client
             .create_exec(
                 container,
                 CreateExecOptions {
+                    attach_stdin: Some(stdin),
                     attach_stdout: Some(true),
                     attach_stderr: Some(true),
                     cmd: Some(argv.iter().map(|s| s.to_string()).collect()),
@@ -125,6 +139,53 @@ impl Docker {
         go: impl std::future::Future<Output = ()>,
     ) -> Result<ExecOutput> {
         let (exec_id, started) = self.start_exec(container, user, argv, go).await?;
+        self.stream_exec(container, exec_id, started, sink).await
+    }
+
+    /// Starts `argv` at once with its stdin attached, and writes one line to it when `go`
+    /// resolves: a process that waits for that line (`read`) is already running when it
+    /// comes, so several containers' processes can be released within milliseconds of
+    /// each other (starting an exec costs the engine tens of milliseconds each).
+    /// `running` is told once the process runs. Dropped before `go`, the stdin closes and
+    /// the process reads end-of-file.
+    pub async fn exec_streaming_released(
+        &self,
+        container: &str,
+        user: Option<&str>,
+        argv: &[&str],
+        sink: mpsc::Sender<Bytes>,
+        running: tokio::sync::oneshot::Sender<()>,
+        go: impl std::future::Future<Output = ()>,
+    ) -> Result<ExecOutput> {
+        let (exec_id, started) = self
+            .start_exec_with(container, user, argv, std::future::ready(()), true)
+            .await?;
+        // The caller waits for this before it lets others know it is ready.
+        let _ = running.send(());
+        let started = match started {
+            StartExecResults::Attached { output, mut input } => {
+                go.await;
+                use tokio::io::AsyncWriteExt;
+                input
+                    .write_all(b"go\n")
+                    .await
+                    .map_err(|e| Error::io(format!("release the exec in {container}"), e))?;
+                let _ = input.flush().await;
+                StartExecResults::Attached { output, input }
+            }
+            detached => detached,
+        };
+        self.stream_exec(container, exec_id, started, sink).await
+    }
+
+    /// Streams a started exec's stdout into `sink` and returns its stderr and exit code.
+    async fn stream_exec(
+        &self,
+        container: &str,
+        exec_id: String,
+        started: StartExecResults,
+        sink: mpsc::Sender<Bytes>,
+    ) -> Result<ExecOutput> {
         let mut stderr = Vec::new();
         if let StartExecResults::Attached { mut output, .. } = started {
             let mut sink = Some(sink);
