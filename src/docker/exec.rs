@@ -170,7 +170,9 @@ impl Docker {
                     .write_all(b"go\n")
                     .await
                     .map_err(|e| Error::io(format!("release the exec in {container}"), e))?;
-                let _ = input.flush().await;
+                // End of input after the line: a command that reads its stdin gets
+                // end-of-file, as it did with no stdin attached.
+                let _ = input.shutdown().await;
                 StartExecResults::Attached { output, input }
             }
             detached => detached,
