@@ -37,24 +37,13 @@ impl ExecOutput {
 }
 
 impl Docker {
+    /// Creates and starts `argv` in the container, attached to its output, and to its
+    /// stdin when `stdin` (the caller writes to the `input` of the result).
     async fn start_exec(
         &self,
         container: &str,
         user: Option<&str>,
         argv: &[&str],
-        go: impl std::future::Future<Output = ()>,
-    ) -> Result<(String, StartExecResults)> {
-        self.start_exec_with(container, user, argv, go, false).await
-    }
-
-    /// `start_exec`, with the process's stdin attached when `stdin` (the caller writes
-    /// to the `input` of the result).
-    async fn start_exec_with(
-        &self,
-        container: &str,
-        user: Option<&str>,
-        argv: &[&str],
-        go: impl std::future::Future<Output = ()>,
         stdin: bool,
     ) -> Result<(String, StartExecResults)> {
         let exec = self
@@ -72,8 +61,6 @@ impl Docker {
             )
             .await
             .map_err(|e| api_error(&format!("exec in {container}"), e))?;
-        // Created, not yet started: a window that must open with others waits here.
-        go.await;
         let started = self
             .client
             .start_exec(
@@ -125,20 +112,7 @@ impl Docker {
         argv: &[&str],
         sink: mpsc::Sender<Bytes>,
     ) -> Result<ExecOutput> {
-        self.exec_streaming_when(container, user, argv, sink, std::future::ready(()))
-            .await
-    }
-
-    /// `exec_streaming_as`, the exec created at once and started when `go` completes.
-    pub async fn exec_streaming_when(
-        &self,
-        container: &str,
-        user: Option<&str>,
-        argv: &[&str],
-        sink: mpsc::Sender<Bytes>,
-        go: impl std::future::Future<Output = ()>,
-    ) -> Result<ExecOutput> {
-        let (exec_id, started) = self.start_exec(container, user, argv, go).await?;
+        let (exec_id, started) = self.start_exec(container, user, argv, false).await?;
         self.stream_exec(container, exec_id, started, sink).await
     }
 
@@ -157,9 +131,7 @@ impl Docker {
         running: tokio::sync::oneshot::Sender<()>,
         go: impl std::future::Future<Output = ()>,
     ) -> Result<ExecOutput> {
-        let (exec_id, started) = self
-            .start_exec_with(container, user, argv, std::future::ready(()), true)
-            .await?;
+        let (exec_id, started) = self.start_exec(container, user, argv, true).await?;
         // The caller waits for this before it lets others know it is ready.
         let _ = running.send(());
         let started = match started {
