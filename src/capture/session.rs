@@ -107,6 +107,9 @@ impl Recording {
 /// is the start of the window as seen from here.
 const START_MARKER: &str = "devprof-recorder-started";
 
+/// The line the record script prints once it runs and waits to be released.
+const READY_MARKER: &str = "devprof-recorder-ready";
+
 /// An instant in manifests: RFC 3339 with milliseconds.
 pub fn instant_text(at: &DateTime<Local>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, false)
@@ -163,7 +166,7 @@ pub async fn record(
         until_command_ends,
     } = *window;
     let record_script = format!(
-        "echo $$ > {pidfile}; read _go || exit 0; echo {START_MARKER}; exec {cmd}",
+        "echo $$ > {pidfile}; echo {READY_MARKER}; read _go || exit 0; echo {START_MARKER}; exec {cmd}",
         pidfile = quote(&format!("{workdir}/perf.pid")),
         cmd = record_argv
             .iter()
@@ -192,6 +195,7 @@ pub async fn record(
                 &container,
                 Some(&user),
                 &["sh", "-c", &record_script],
+                READY_MARKER,
                 tx,
                 running_tx,
                 go,

@@ -36,6 +36,24 @@ impl ExecOutput {
     }
 }
 
+/// Appends `message` to `stderr` up to `STDERR_LIMIT`.
+fn keep_stderr(stderr: &mut Vec<u8>, message: &[u8]) {
+    let room = STDERR_LIMIT.saturating_sub(stderr.len());
+    stderr.extend_from_slice(&message[..message.len().min(room)]);
+}
+
+/// What follows the first whole line equal to `line` in `text`, once that line is there.
+fn after_line<'a>(text: &'a [u8], line: &str) -> Option<&'a [u8]> {
+    let mut rest = text;
+    while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+        if &rest[..end] == line.as_bytes() {
+            return Some(&rest[end + 1..]);
+        }
+        rest = &rest[end + 1..];
+    }
+    None
+}
+
 impl Docker {
     /// Creates and starts `argv` in the container, attached to its output, and to its
     /// stdin when `stdin` (the caller writes to the `input` of the result).
@@ -119,37 +137,74 @@ impl Docker {
     /// Starts `argv` at once with its stdin attached, and writes one line to it when `go`
     /// resolves: a process that waits for that line (`read`) is already running when it
     /// comes, so several containers' processes can be released within milliseconds of
-    /// each other (starting an exec costs the engine tens of milliseconds each).
-    /// `running` is told once the process runs. Dropped before `go`, the stdin closes and
-    /// the process reads end-of-file.
+    /// each other (starting an exec costs the engine tens to hundreds of milliseconds
+    /// each). The process prints `ready_line` on its stdout once it waits; `running` is
+    /// told when that line arrives, not when the engine answers the start (the engine
+    /// answers before the process exists). Dropped before `go`, the stdin closes and the
+    /// process reads end-of-file.
+    #[allow(clippy::too_many_arguments)]
     pub async fn exec_streaming_released(
         &self,
         container: &str,
         user: Option<&str>,
         argv: &[&str],
+        ready_line: &str,
         sink: mpsc::Sender<Bytes>,
         running: tokio::sync::oneshot::Sender<()>,
         go: impl std::future::Future<Output = ()>,
     ) -> Result<ExecOutput> {
         let (exec_id, started) = self.start_exec(container, user, argv, true).await?;
-        // The caller waits for this before it lets others know it is ready.
-        let _ = running.send(());
-        let started = match started {
-            StartExecResults::Attached { output, mut input } => {
-                go.await;
-                use tokio::io::AsyncWriteExt;
-                input
-                    .write_all(b"go\n")
-                    .await
-                    .map_err(|e| Error::io(format!("release the exec in {container}"), e))?;
-                // End of input after the line: a command that reads its stdin gets
-                // end-of-file, as it did with no stdin attached.
-                let _ = input.shutdown().await;
-                StartExecResults::Attached { output, input }
-            }
-            detached => detached,
+        let StartExecResults::Attached {
+            mut output,
+            mut input,
+        } = started
+        else {
+            return self.stream_exec(container, exec_id, started, sink).await;
         };
-        self.stream_exec(container, exec_id, started, sink).await
+        let mut stderr = Vec::new();
+        let mut seen = Vec::new();
+        let mut ready = false;
+        while let Some(frame) = output.next().await {
+            match frame.map_err(|e| api_error(&format!("read exec output in {container}"), e))? {
+                bollard::container::LogOutput::StdOut { message } => {
+                    seen.extend_from_slice(&message);
+                    if let Some(rest) = after_line(&seen, ready_line) {
+                        let rest = Bytes::copy_from_slice(rest);
+                        if !rest.is_empty() {
+                            let _ = sink.send(rest).await;
+                        }
+                        ready = true;
+                        break;
+                    }
+                }
+                bollard::container::LogOutput::StdErr { message } => {
+                    keep_stderr(&mut stderr, &message);
+                }
+                _ => {}
+            }
+        }
+        if ready {
+            let _ = running.send(());
+            go.await;
+            use tokio::io::AsyncWriteExt;
+            input
+                .write_all(b"go\n")
+                .await
+                .map_err(|e| Error::io(format!("release the exec in {container}"), e))?;
+            // End of input after the line: a command that reads its stdin gets
+            // end-of-file, as it did with no stdin attached.
+            let _ = input.shutdown().await;
+        } else if !seen.is_empty() {
+            // It ended without waiting: what it printed is still its output.
+            let _ = sink.send(Bytes::from(seen)).await;
+        }
+        let rest = StartExecResults::Attached { output, input };
+        let mut out = self.stream_exec(container, exec_id, rest, sink).await?;
+        if !stderr.is_empty() {
+            stderr.extend_from_slice(out.stderr.as_bytes());
+            out.stderr = String::from_utf8_lossy(&stderr).into_owned();
+        }
+        Ok(out)
     }
 
     /// Streams a started exec's stdout into `sink` and returns its stderr and exit code.
@@ -177,8 +232,7 @@ impl Docker {
                         }
                     }
                     bollard::container::LogOutput::StdErr { message } => {
-                        let room = STDERR_LIMIT.saturating_sub(stderr.len());
-                        stderr.extend_from_slice(&message[..message.len().min(room)]);
+                        keep_stderr(&mut stderr, &message);
                     }
                     _ => {}
                 }
@@ -310,5 +364,22 @@ impl Shell {
                 )
             })?;
         Ok((made, exec?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::after_line;
+
+    #[test]
+    fn the_ready_line_is_found_whole_and_what_follows_it_is_kept() {
+        assert_eq!(after_line(b"ready\n", "ready"), Some(&b""[..]));
+        assert_eq!(
+            after_line(b"x\nready\nSTART\n", "ready"),
+            Some(&b"START\n"[..])
+        );
+        assert_eq!(after_line(b"read", "ready"), None, "not a whole line yet");
+        assert_eq!(after_line(b"ready-not\n", "ready"), None);
+        assert_eq!(after_line(b"not-ready\n", "ready"), None);
     }
 }
