@@ -8,7 +8,7 @@ use crate::profile::perfdata::stacks::{self, Symbols};
 use crate::profile::timeline::TimelineWriter;
 use crate::render::{write_heatmap_file, write_svg, SvgSpec};
 use crate::symbols::kallsyms::Kallsyms;
-use crate::symbols::module::ModuleSymbols;
+use crate::symbols::module::load_all;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
 use std::path::Path;
@@ -61,22 +61,33 @@ fn is_perf_data(path: &Path) -> bool {
 
 /// perf.data read and symbolized natively, with the files under `--symfs`.
 fn fold_perf_data(args: &FoldArgs) -> Result<Folded> {
+    // The kernel makes /proc/kallsyms line by line (a tenth of a second): read it on
+    // another core while the perf.data is read; it is dropped when no frame is the kernel's.
+    let kallsyms = std::thread::spawn(|| {
+        std::fs::read_to_string("/proc/kallsyms")
+            .ok()
+            .and_then(|text| Kallsyms::parse(&text))
+    });
     let raw = stacks::read(&args.input, args.timeline.is_some())
         .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;
     let mut symbols = Symbols::default();
-    for path in raw.files_used() {
-        let local = args.symfs.join(path.trim_start_matches('/'));
-        match ModuleSymbols::from_elf(&local) {
-            Ok(module) => {
-                symbols.modules.insert(path, module);
-            }
-            Err(e) => eprintln!("no symbols for {path}: {e}"),
-        }
+    let files = raw
+        .files_used()
+        .into_iter()
+        .map(|path| {
+            let local = args.symfs.join(path.trim_start_matches('/'));
+            (path, local)
+        })
+        .collect();
+    let loaded = load_all(files);
+    symbols.modules.extend(loaded.modules);
+    let mut failed = loaded.failed;
+    failed.sort();
+    for (path, e) in failed {
+        eprintln!("no symbols for {path}: {e}");
     }
     if raw.has_kernel_frames() {
-        symbols.kernel = std::fs::read_to_string("/proc/kallsyms")
-            .ok()
-            .and_then(|text| Kallsyms::parse(&text));
+        symbols.kernel = kallsyms.join().ok().flatten();
     }
     let fold = match &args.timeline {
         Some(path) => {

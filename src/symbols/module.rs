@@ -264,6 +264,41 @@ impl ModuleSymbols {
     }
 }
 
+/// The modules `load_all` read, and the error of each file that did not read.
+pub struct Loaded<K> {
+    pub modules: Vec<(K, ModuleSymbols)>,
+    pub failed: Vec<(K, String)>,
+}
+
+/// Reads every `(name, file)` pair's symbols, several files at once (a big binary's
+/// DWARF takes a while to read).
+pub fn load_all<K: Send>(files: Vec<(K, std::path::PathBuf)>) -> Loaded<K> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(files.len().max(1));
+    let queue = std::sync::Mutex::new(files.into_iter());
+    let results = std::sync::Mutex::new(Loaded {
+        modules: Vec::new(),
+        failed: Vec::new(),
+    });
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let next = queue.lock().expect("module queue").next();
+                let Some((key, path)) = next else { break };
+                let read = ModuleSymbols::from_elf(&path);
+                let mut results = results.lock().expect("module results");
+                match read {
+                    Ok(module) => results.modules.push((key, module)),
+                    Err(e) => results.failed.push((key, e)),
+                }
+            });
+        }
+    });
+    results.into_inner().expect("module results")
+}
+
 /// The functions of a Go pclntab as sized symbols.
 fn go_symbols(table: &PcLnTab) -> Vec<Symbol> {
     table
@@ -390,6 +425,45 @@ mod tests {
         // perf prints offsets in the file; the text segment of a Go executable is at 0x400000.
         let address = module.address_of_offset(spin - 0x400000 + 8).unwrap();
         assert_eq!(module.function_at(address).as_deref(), Some("main.spin"));
+    }
+
+    #[test]
+    fn load_all_reads_every_file_and_names_each_that_failed() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/go");
+        let files = vec![
+            ("a", dir.join("tiny-stripped")),
+            ("b", dir.join("tiny-pie-stripped")),
+            ("c", dir.join("no-such-file")),
+            ("d", dir.join("tiny-full.nm")),
+            // This test's own executable: a debug build, with DWARF.
+            ("e", std::env::current_exe().unwrap()),
+        ];
+        let loaded = load_all(files);
+        let mut read: Vec<_> = loaded.modules.iter().map(|(k, m)| (*k, m.kind)).collect();
+        read.sort_by_key(|(k, _)| *k);
+        assert_eq!(
+            read,
+            [
+                ("a", SymbolKind::Gopclntab),
+                ("b", SymbolKind::Gopclntab),
+                ("e", SymbolKind::Dwarf)
+            ]
+        );
+        let mut failed: Vec<_> = loaded
+            .failed
+            .iter()
+            .map(|(k, e)| (*k, e.as_str()))
+            .collect();
+        failed.sort();
+        assert_eq!(failed.len(), 2);
+        assert!(
+            failed[0].0 == "c" && failed[0].1.contains("no-such-file"),
+            "{failed:?}"
+        );
+        assert!(
+            failed[1].0 == "d" && failed[1].1.contains("not an ELF file"),
+            "{failed:?}"
+        );
     }
 
     /// The file offset of an ELF address, through the module's segments.

@@ -11,7 +11,7 @@ use crate::profile::timeline::TimelineWriter;
 use crate::settings::{CallGraph, FoldPath};
 use crate::symbols::binary::{self, Fetched};
 use crate::symbols::kallsyms::Kallsyms;
-use crate::symbols::module::ModuleSymbols;
+use crate::symbols::module::load_all;
 use crate::ui::progress;
 use std::path::PathBuf;
 
@@ -77,8 +77,20 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
     // In a sidecar, the target's files are seen under its /proc/<pid>/root.
     let root = job.symfs.as_deref().unwrap_or("");
     let seen: Vec<String> = paths.iter().map(|p| format!("{root}{p}")).collect();
-    let fetched =
-        binary::fetch_cached(job.shell, job.shell.container(), &seen, job.stem.dir()).await;
+    // The binaries and the kernel's symbols come out of the container at the same time.
+    let kallsyms = async {
+        if !kernel {
+            return None;
+        }
+        match job.shell.run(&["cat", "/proc/kallsyms"]).await {
+            Ok(out) if out.success() => Kallsyms::parse(&out.stdout),
+            _ => None,
+        }
+    };
+    let (fetched, kallsyms) = tokio::join!(
+        binary::fetch_cached(job.shell, job.shell.container(), &seen, job.stem.dir()),
+        kallsyms
+    );
     let locals: Vec<(String, PathBuf)> = paths
         .into_iter()
         .zip(fetched)
@@ -87,14 +99,6 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
             Fetched::Missing | Fetched::Failed(_) => None,
         })
         .collect();
-    let kallsyms = if kernel {
-        match job.shell.run(&["cat", "/proc/kallsyms"]).await {
-            Ok(out) if out.success() => Kallsyms::parse(&out.stdout),
-            _ => None,
-        }
-    } else {
-        None
-    };
     let timeline = job.stem.path("timeline");
     let inline = job.inline;
     tokio::task::spawn_blocking(move || -> std::io::Result<NativeFold> {
@@ -102,11 +106,7 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
             kernel: kallsyms,
             ..Symbols::default()
         };
-        for (path, local) in locals {
-            if let Ok(module) = ModuleSymbols::from_elf(&local) {
-                symbols.modules.insert(path, module);
-            }
-        }
+        symbols.modules.extend(load_all(locals).modules);
         let file = std::io::BufWriter::new(std::fs::File::create(&timeline)?);
         let mut writer = TimelineWriter::new(file)?;
         let fold = stacks::fold(&raw, &symbols, inline, Some(&mut writer));
