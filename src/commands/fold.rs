@@ -66,7 +66,7 @@ fn fold_perf_data(args: &FoldArgs) -> Result<Folded> {
     let kallsyms = std::thread::spawn(|| {
         std::fs::read_to_string("/proc/kallsyms")
             .ok()
-            .and_then(|text| Kallsyms::parse(&text))
+            .and_then(Kallsyms::parse)
     });
     let raw = stacks::read(&args.input, args.timeline.is_some())
         .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;

@@ -11,8 +11,10 @@ pub struct Kallsyms {
 impl Kallsyms {
     /// Parses `/proc/kallsyms` (`address type name [module]` lines); None when the addresses
     /// are hidden (all zero under `kptr_restrict`) or nothing is a text symbol.
-    pub fn parse(text: &str) -> Option<Self> {
-        // 200,000 lines or so: split by hand, and keep names as places in the text.
+    pub fn parse(text: impl Into<String>) -> Option<Self> {
+        // 200,000 lines or so: split by hand, and keep names as places in the text (taken,
+        // not copied: it is megabytes).
+        let text = text.into();
         let bytes = text.as_bytes();
         let mut symbols: Vec<(u64, u32, u32)> = Vec::new();
         let mut start = 0usize;
@@ -31,10 +33,7 @@ impl Kallsyms {
         }
         symbols.sort_by_key(|(a, _, _)| *a);
         symbols.dedup_by_key(|(a, _, _)| *a);
-        Some(Kallsyms {
-            text: text.to_string(),
-            symbols,
-        })
+        Some(Kallsyms { text, symbols })
     }
 
     /// The function containing `address`, when one is at or below it.
@@ -57,12 +56,12 @@ impl Kallsyms {
 }
 
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|b| *b == b'\n')
+    memchr::memchr(b'\n', bytes)
 }
 
 /// (address, name offset, name length) of a text symbol's line.
 fn text_symbol(line: &[u8]) -> Option<(u64, usize, usize)> {
-    let space = line.iter().position(|b| *b == b' ')?;
+    let space = memchr::memchr(b' ', line)?;
     let kind = *line.get(space + 1)?;
     if !matches!(kind, b't' | b'T' | b'w' | b'W') || line.get(space + 2) != Some(&b' ') {
         return None;

@@ -83,7 +83,7 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
             return None;
         }
         match job.shell.run(&["cat", "/proc/kallsyms"]).await {
-            Ok(out) if out.success() => Kallsyms::parse(&out.stdout),
+            Ok(out) if out.success() => Kallsyms::parse(out.stdout),
             _ => None,
         }
     };
