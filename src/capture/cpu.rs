@@ -337,6 +337,7 @@ async fn record_and_analyse<E: Engine>(
         user: user.as_deref(),
         watch: &watch,
         until_command_ends: launch.is_some(),
+        ends_with_target: engine.recorder_ends_with_target(),
     };
     let window_start = Instant::now();
     let recording = record(&target.shell, workdir, &window, interrupts, &stem).await?;

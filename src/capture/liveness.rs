@@ -10,13 +10,13 @@ use crate::error::{Error, Result};
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-/// How often the container's state is asked for.
+/// How often the container's state is asked for when the engine cannot be asked to say
+/// when it stops (it broke off the wait).
 const POLL: Duration = Duration::from_secs(1);
-/// The process is checked every this many polls. Each check is an exec in the container,
-/// which costs the engine about 75 ms of CPU (measured on the test VM): every 2 s, that was
-/// 4% of a core taken from the node being profiled. perf ends by itself when its target
-/// exits, so the check matters only for a recorder that does not.
-const PROCESS_CHECK_EVERY: u64 = 10;
+/// How often the process is checked, for a recorder that does not end when its target
+/// does. Each check is an exec in the container, which costs the engine about 75 ms of CPU
+/// (measured on the test VM): every 2 s, that was 4% of a core taken from the node.
+const PROCESS_CHECK: Duration = Duration::from_secs(10);
 /// Longest one liveness check of the process may take (an exec into a dying container
 /// may hang).
 const CHECK_LIMIT: Duration = Duration::from_secs(3);
@@ -81,23 +81,46 @@ impl Watch {
         }
     }
 
-    /// Waits until the container stops, or (with `process`) the process exits.
+    /// Waits until the container stops, or (with `process`) the process exits. Without
+    /// `process` (a recorder that ends by itself when its target exits, such as perf
+    /// record) the engine is asked nothing until the container stops.
     pub async fn until_stopped(&self, started: Instant, process: bool) -> Stop {
-        let mut polls = 0u64;
+        let process_exit = async {
+            if !process {
+                return std::future::pending().await;
+            }
+            loop {
+                tokio::time::sleep(PROCESS_CHECK).await;
+                if !self.process_alive().await {
+                    // The container may have stopped between the two questions.
+                    return self
+                        .container_stopped(started)
+                        .await
+                        .unwrap_or(Stop::Process {
+                            at: started.elapsed(),
+                        });
+                }
+            }
+        };
+        tokio::select! {
+            stop = self.until_container_stops(started) => stop,
+            stop = process_exit => stop,
+        }
+    }
+
+    /// The engine is asked to answer when the container stops; if it breaks that off,
+    /// its state is polled instead.
+    async fn until_container_stops(&self, started: Instant) -> Stop {
+        if let Ok(exit_code) = self.docker.wait_not_running(&self.container.id).await {
+            return Stop::Container {
+                exit_code,
+                at: started.elapsed(),
+            };
+        }
         loop {
             tokio::time::sleep(POLL).await;
             if let Some(stop) = self.container_stopped(started).await {
                 return stop;
-            }
-            polls += 1;
-            if process && polls % PROCESS_CHECK_EVERY == 0 && !self.process_alive().await {
-                // The container may have stopped between the two questions.
-                return self
-                    .container_stopped(started)
-                    .await
-                    .unwrap_or(Stop::Process {
-                        at: started.elapsed(),
-                    });
             }
         }
     }

@@ -142,6 +142,9 @@ pub struct Window<'a> {
     /// a limit), the target process may come and go, and Ctrl-C stops the command, after
     /// which perf ends by itself.
     pub until_command_ends: bool,
+    /// The recorder ends by itself when the target process exits (perf record): the
+    /// process is then not checked during the window.
+    pub ends_with_target: bool,
 }
 
 pub use crate::store::ARTIFACT_EXTENSIONS;
@@ -164,6 +167,7 @@ pub async fn record(
         user,
         watch,
         until_command_ends,
+        ends_with_target,
     } = *window;
     let record_script = format!(
         "echo $$ > {pidfile}; echo {READY_MARKER}; read _go || exit 0; echo {START_MARKER}; exec {cmd}",
@@ -243,7 +247,7 @@ pub async fn record(
     let soft_deadline = tokio::time::sleep(duration + grace);
     tokio::pin!(soft_deadline);
     let mut hard_deadline: Option<Instant> = None;
-    let stopped = watch.until_stopped(started, !until_command_ends);
+    let stopped = watch.until_stopped(started, !until_command_ends && !ends_with_target);
     tokio::pin!(stopped);
     let mut watching = true;
     let mut stop_requested: Option<Instant> = None;

@@ -206,6 +206,8 @@ async fn count_window(
         user: None,
         watch: &watch,
         until_command_ends: false,
+        // perf stat -p counts on after its target exits, until its workload ends.
+        ends_with_target: false,
     };
     let recording = record(&target.shell, workdir, &window, interrupts, stem).await?;
     let csv = read_file(&target.shell, &csv_path).await?;

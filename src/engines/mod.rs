@@ -117,6 +117,13 @@ pub trait Engine: Sync {
         None
     }
 
+    /// Whether the recording command ends by itself when the process it records exits
+    /// (`perf record -p` does): then the process is not checked during the window, which
+    /// would cost an exec in the container each time.
+    fn recorder_ends_with_target(&self) -> bool {
+        false
+    }
+
     /// Whether the engine names JIT-compiled code through the runtime's perf map
     /// (/tmp/perf-<pid>.map), which the capture then asks the runtime to write before the
     /// engine reads its samples.

@@ -160,6 +160,8 @@ async fn record_and_summarize(
         user: None,
         watch: &watch,
         until_command_ends: false,
+        // perf record -p ends when the process does.
+        ends_with_target: true,
     };
     let mut recording = record(shell, workdir, &window, interrupts, &stem).await?;
     if buffer.is_some() && perf::is_mlock_error(&recording.output.stderr) {
@@ -177,6 +179,7 @@ async fn record_and_summarize(
             user: None,
             watch: &watch,
             until_command_ends: false,
+            ends_with_target: true,
         };
         recording = record(shell, workdir, &window, interrupts, &stem).await?;
     }

@@ -69,6 +69,10 @@ impl Engine for PerfEngine {
         Ok(PerfReady { perf, access })
     }
 
+    fn recorder_ends_with_target(&self) -> bool {
+        true
+    }
+
     fn reads_perf_maps(&self) -> bool {
         true
     }
