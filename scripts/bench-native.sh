@@ -3,8 +3,9 @@
 # (read and symbolized by devprof) against `perf script | devprof fold -`, on the same file:
 # a SECONDS-long (default 60) 999 Hz frame-pointer capture of demo-seq made by devprof.
 # Both run on this host against a copy of the container's files (--symfs), each RUNS times
-# (default 3), timed by /usr/bin/time -v (wall, peak RSS of the largest process). The
-# sample totals of both folds are printed, with the share of samples whose stacks agree.
+# (default 5), timed by the shell's clock (wall) and /usr/bin/time -v (CPU time, peak RSS
+# of the largest process). The sample totals of both folds are printed, with the share of
+# samples whose stacks agree.
 #
 #   scripts/bench-native.sh [SECONDS] [RUNS]
 # Environment: BENCH_TARGET (default demo-seq), BENCH_DATA (an existing perf.data to use
@@ -13,7 +14,7 @@
 # perf.data recorded on this host).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-SECONDS_="${1:-60}"; RUNS="${2:-3}"
+SECONDS_="${1:-60}"; RUNS="${2:-5}"
 TARGET="${BENCH_TARGET:-demo-seq}"
 BIN="${DEVPROF_BIN:-$(pwd)/target/release/devprof}"
 [ -x "$BIN" ] || cargo build --release --locked -q -p devprof
@@ -38,13 +39,17 @@ if [ -z "${BENCH_SYMFS:-}" ]; then
   done
 fi
 
-measure() { # name, command... -> "wall_s peak_mb"
-  local name="$1"; shift
+measure() { # name, command... -> "wall_s peak_mb cpu_s"
+  # Wall time from the shell's microsecond clock: /usr/bin/time gives it in hundredths,
+  # too coarse for a run of a tenth of a second. RSS and CPU time come from /usr/bin/time.
+  local name="$1" t0 t1; shift
+  t0="$EPOCHREALTIME"
   /usr/bin/time -v -o "$WORK/$name.time" "$@" > /dev/null 2> "$WORK/$name.err"
-  awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = t[n] + (n > 1 ? t[n-1] * 60 : 0) + (n > 2 ? t[n-2] * 3600 : 0) }
-              /Maximum resident set size/ { rss = $2 / 1024 }
-              /User time|System time/ { cpu += $2 }
-              END { printf "%.2f %.1f %.2f\n", s, rss, cpu }' "$WORK/$name.time"
+  t1="$EPOCHREALTIME"
+  awk -F': ' -v wall="$(python3 -c "print(${t1} - ${t0})")" \
+     '/Maximum resident set size/ { rss = $2 / 1024 }
+      /User time|System time/ { cpu += $2 }
+      END { printf "%.3f %.1f %.2f\n", wall, rss, cpu }' "$WORK/$name.time"
 }
 
 SCRIPT=(perf script -i "$DATA" --symfs "$ROOT" --kallsyms /proc/kallsyms -F comm,pid,tid,time,event,ip,sym,dso --no-inline)
@@ -68,8 +73,8 @@ def runs(p):
     return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 (nw, nr, nc), (sw, sr, sc) = runs(sys.argv[1]), runs(sys.argv[2])
 med = statistics.median
-print(f"native       wall median {med(nw):.2f} s (min {min(nw):.2f}, max {max(nw):.2f}), cpu median {med(nc):.2f} s, peak {max(nr):.0f} MB")
-print(f"perf script  wall median {med(sw):.2f} s (min {min(sw):.2f}, max {max(sw):.2f}), cpu median {med(sc):.2f} s, peak {max(sr):.0f} MB")
+print(f"native       wall median {med(nw):.3f} s (min {min(nw):.3f}, max {max(nw):.3f}), cpu median {med(nc):.2f} s, peak {max(nr):.0f} MB")
+print(f"perf script  wall median {med(sw):.3f} s (min {min(sw):.3f}, max {max(sw):.3f}), cpu median {med(sc):.2f} s, peak {max(sr):.0f} MB")
 print(f"native is {med(sw) / med(nw):.1f}x faster in wall time (median; {min(sw) / max(nw):.1f}x to {max(sw) / min(nw):.1f}x over the runs), {med(sc) / med(nc):.1f}x in CPU time")
 def counts(p):
     out = {}

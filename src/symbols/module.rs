@@ -10,7 +10,8 @@
 use super::demangle::demangle_frame;
 use super::gopclntab::{GoFrame, PcLnTab};
 use object::{Object, ObjectSegment, ObjectSymbol, ObjectSymbolTable};
-use std::path::Path;
+use std::cell::OnceCell;
+use std::path::{Path, PathBuf};
 
 /// One loadable segment: bytes `file_offset..file_offset+file_size` of the file are
 /// mapped at `address` (the ELF's own virtual address).
@@ -42,12 +43,30 @@ pub enum SymbolKind {
     Table,
 }
 
+/// A file's DWARF, opened when first asked for (inline frames, heap stacks): opening it
+/// maps, decompresses and indexes the debug sections, which on a big binary costs more
+/// than everything else a fold does, and a fold without inline frames never reads them.
+#[derive(Default)]
+struct LazyDwarf {
+    path: Option<PathBuf>,
+    loader: OnceCell<Option<addr2line::Loader>>,
+}
+
+impl LazyDwarf {
+    fn get(&self) -> Option<&addr2line::Loader> {
+        let path = self.path.as_ref()?;
+        self.loader
+            .get_or_init(|| addr2line::Loader::new(path).ok())
+            .as_ref()
+    }
+}
+
 /// The names of one file: its segments, its symbol table and, where present, DWARF (or,
 /// for a stripped Go binary, its pclntab's source positions and inline trees).
 pub struct ModuleSymbols {
     segments: Vec<Segment>,
     symbols: Vec<Symbol>,
-    dwarf: Option<addr2line::Loader>,
+    dwarf: LazyDwarf,
     pclntab: Option<PcLnTab>,
     pub kind: SymbolKind,
 }
@@ -55,7 +74,10 @@ pub struct ModuleSymbols {
 impl ModuleSymbols {
     /// Reads an ELF file (executable or shared library).
     pub fn from_elf(path: &Path) -> Result<Self, String> {
-        let data = std::fs::read(path).map_err(|e| format!("read {}: {e}", path.display()))?;
+        // Mapped, not read: only the headers and symbol tables are touched, where reading
+        // a big binary whole (zeroing and filling megabytes of fresh pages) was most of the
+        // time a native fold spent outside the kernel's kallsyms.
+        let data = map_file(path).map_err(|e| format!("read {}: {e}", path.display()))?;
         let file = object::File::parse(&*data)
             .map_err(|e| format!("{}: not an ELF file: {e}", path.display()))?;
         let segments = file
@@ -105,12 +127,11 @@ impl ModuleSymbols {
         let has_dwarf = file.section_by_name(".debug_info").is_some();
         drop(file);
         drop(data);
-        let dwarf = if has_dwarf {
-            addr2line::Loader::new(path).ok()
-        } else {
-            None
+        let dwarf = LazyDwarf {
+            path: has_dwarf.then(|| path.to_path_buf()),
+            loader: OnceCell::new(),
         };
-        let kind = if dwarf.is_some() {
+        let kind = if has_dwarf {
             SymbolKind::Dwarf
         } else if pclntab.is_some() {
             SymbolKind::Gopclntab
@@ -159,13 +180,18 @@ impl ModuleSymbols {
                 None => {}
             }
         }
-        Ok(Self::assemble(segments, symbols, None, SymbolKind::Table))
+        Ok(Self::assemble(
+            segments,
+            symbols,
+            LazyDwarf::default(),
+            SymbolKind::Table,
+        ))
     }
 
     fn assemble(
         segments: Vec<Segment>,
         mut symbols: Vec<Symbol>,
-        dwarf: Option<addr2line::Loader>,
+        dwarf: LazyDwarf,
         kind: SymbolKind,
     ) -> Self {
         // Sorted by address; among aliases keep the sized one, then the shortest name.
@@ -202,7 +228,7 @@ impl ModuleSymbols {
         }
         let symbol = self.symbol_at(address);
         let mut frames: Vec<String> = Vec::new();
-        if let Some(loader) = &self.dwarf {
+        if let Some(loader) = self.dwarf.get() {
             if let Ok(mut iter) = loader.find_frames(address) {
                 while let Ok(Some(frame)) = iter.next() {
                     if let Some(name) = frame.function.as_ref().and_then(|f| f.raw_name().ok()) {
@@ -262,6 +288,15 @@ impl ModuleSymbols {
     pub fn symbol_count(&self) -> usize {
         self.symbols.len()
     }
+}
+
+/// A file mapped read-only. The files symbolized are devprof's own copies (the cache, a
+/// `--symfs` tree), which nothing truncates while they are mapped.
+fn map_file(path: &Path) -> std::io::Result<memmap2::Mmap> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: read-only, of a file nothing modifies while it is mapped (see above); the
+    // DWARF loader maps the same files the same way.
+    unsafe { memmap2::Mmap::map(&file) }
 }
 
 /// The modules `load_all` read, and the error of each file that did not read.
