@@ -13,6 +13,7 @@
 # BENCH_SYMFS (where the recorded files are, instead of a copy of BENCH_TARGET's: `/` for a
 # perf.data recorded on this host).
 set -euo pipefail
+[ -n "${EPOCHREALTIME:-}" ] || { echo "bench-native: needs bash 5 or later (EPOCHREALTIME)" >&2; exit 2; }
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SECONDS_="${1:-60}"; RUNS="${2:-5}"
 TARGET="${BENCH_TARGET:-demo-seq}"
@@ -43,9 +44,9 @@ measure() { # name, command... -> "wall_s peak_mb cpu_s"
   # Wall time from the shell's microsecond clock: /usr/bin/time gives it in hundredths,
   # too coarse for a run of a tenth of a second. RSS and CPU time come from /usr/bin/time.
   local name="$1" t0 t1; shift
-  t0="$EPOCHREALTIME"
+  t0="${EPOCHREALTIME/,/.}"
   /usr/bin/time -v -o "$WORK/$name.time" "$@" > /dev/null 2> "$WORK/$name.err"
-  t1="$EPOCHREALTIME"
+  t1="${EPOCHREALTIME/,/.}"
   awk -F': ' -v wall="$(python3 -c "print(${t1} - ${t0})")" \
      '/Maximum resident set size/ { rss = $2 / 1024 }
       /User time|System time/ { cpu += $2 }

@@ -4,7 +4,8 @@
 # the demo image, tag BENCH_IMAGE) reports the work it does (DEMO_OPS_FILE); its throughput
 # is read over WINDOW seconds (default 20) during `devprof cpu` at 999 Hz with frame
 # pointers, with DWARF call graphs, from a sidecar, and (for reference: the kernel's share
-# of the cost) during a bare `perf record -F 999 -g` started by `docker exec`. Every capture
+# of the cost) during a bare `perf record -F 999 -g` started by `docker exec` (perf's
+# default event, without devprof's -N and -z). Every capture
 # is measured between two windows with no capture, and its throughput is given against the
 # mean of those two, as a percentage lost (so a drift of the machine's load during a round
 # does not count as overhead). Each round (RUNS, default 3) measures all four. The load
@@ -75,6 +76,7 @@ under_capture() {
 under_bare_perf() {
   local node
   node="$(docker exec "$NAME" sh -c 'grep -lx demo-node /proc/[0-9]*/comm | head -1 | cut -d/ -f3')"
+  [ -n "$node" ] || { echo "no demo-node process in $NAME" >&2; echo 0; return; }
   docker exec "$NAME" timeout -s INT "$((WINDOW + 6))" perf record -q -F 999 -g -p "$node" -o /tmp/bare.data > "$WORK/bare.log" 2>&1 &
   local pid=$!
   until perf_running; do sleep 0.5; kill -0 "$pid" 2>/dev/null || { echo 0; return; }; done

@@ -452,7 +452,7 @@ async fn record_and_analyse<E: Engine>(
                 return Err(e);
             }
         },
-        stop = watch.until_stopped(window_start, false) => {
+        stop = watch.until_stopped(window_start, None) => {
             stem.discard(super::session::ARTIFACT_EXTENSIONS);
             return Err(match stop {
                 super::liveness::Stop::Container { exit_code, at } => watch.stopped_error(exit_code, at),

@@ -13,10 +13,18 @@ use std::time::{Duration, Instant};
 /// How often the container's state is asked for when the engine cannot be asked to say
 /// when it stops (it broke off the wait).
 const POLL: Duration = Duration::from_secs(1);
+/// How often it is asked for while the engine's wait is open: for a connection that dies
+/// without an error (a proxy dropping an idle TCP or ssh stream). An inspect costs the
+/// engine about 2.6 ms.
+const BACKSTOP_POLL: Duration = Duration::from_secs(30);
 /// How often the process is checked, for a recorder that does not end when its target
 /// does. Each check is an exec in the container, which costs the engine about 75 ms of CPU
 /// (measured on the test VM): every 2 s, that was 4% of a core taken from the node.
-const PROCESS_CHECK: Duration = Duration::from_secs(10);
+pub const PROCESS_CHECK: Duration = Duration::from_secs(10);
+/// How often it is checked for a recorder that ends when its target exits (perf record
+/// -p): such a recorder also follows the children the target forks, and goes on while
+/// one outlives it; the check then ends the window within a minute.
+pub const PROCESS_CHECK_FOLLOWED: Duration = Duration::from_secs(60);
 /// Longest one liveness check of the process may take (an exec into a dying container
 /// may hang).
 const CHECK_LIMIT: Duration = Duration::from_secs(3);
@@ -81,16 +89,15 @@ impl Watch {
         }
     }
 
-    /// Waits until the container stops, or (with `process`) the process exits. Without
-    /// `process` (a recorder that ends by itself when its target exits, such as perf
-    /// record) the engine is asked nothing until the container stops.
-    pub async fn until_stopped(&self, started: Instant, process: bool) -> Stop {
+    /// Waits until the container stops, or (with `process_check`, how often to look) the
+    /// process exits.
+    pub async fn until_stopped(&self, started: Instant, process_check: Option<Duration>) -> Stop {
         let process_exit = async {
-            if !process {
+            let Some(every) = process_check else {
                 return std::future::pending().await;
-            }
+            };
             loop {
-                tokio::time::sleep(PROCESS_CHECK).await;
+                tokio::time::sleep(every).await;
                 if !self.process_alive().await {
                     // The container may have stopped between the two questions.
                     return self
@@ -108,19 +115,30 @@ impl Watch {
         }
     }
 
-    /// The engine is asked to answer when the container stops; if it breaks that off,
-    /// its state is polled instead.
+    /// The engine is asked to answer when the container stops, so the window costs it
+    /// nothing; its state is also polled, slowly while the wait is open, every second once
+    /// the engine broke the wait off.
     async fn until_container_stops(&self, started: Instant) -> Stop {
-        if let Ok(exit_code) = self.docker.wait_not_running(&self.container.id).await {
-            return Stop::Container {
-                exit_code,
-                at: started.elapsed(),
-            };
-        }
+        let waited = self.docker.wait_not_running(&self.container.id);
+        tokio::pin!(waited);
+        let mut waiting = true;
         loop {
-            tokio::time::sleep(POLL).await;
-            if let Some(stop) = self.container_stopped(started).await {
-                return stop;
+            let poll = if waiting { BACKSTOP_POLL } else { POLL };
+            tokio::select! {
+                answer = &mut waited, if waiting => match answer {
+                    Ok(exit_code) => {
+                        return Stop::Container {
+                            exit_code,
+                            at: started.elapsed(),
+                        }
+                    }
+                    Err(_) => waiting = false,
+                },
+                _ = tokio::time::sleep(poll) => {
+                    if let Some(stop) = self.container_stopped(started).await {
+                        return stop;
+                    }
+                }
             }
         }
     }

@@ -4,7 +4,7 @@
 //! a second aborts), and clean-up that leaves no recorder and no file behind.
 
 use super::gate;
-use super::liveness::{Stop, Watch};
+use super::liveness::{Stop, Watch, PROCESS_CHECK, PROCESS_CHECK_FOLLOWED};
 use crate::docker::exec::ROOT;
 use crate::docker::pipe::CHANNEL_CHUNKS;
 use crate::docker::{ContainerShell, ExecOutput, Shell};
@@ -143,7 +143,8 @@ pub struct Window<'a> {
     /// which perf ends by itself.
     pub until_command_ends: bool,
     /// The recorder ends by itself when the target process exits (perf record): the
-    /// process is then not checked during the window.
+    /// process is then checked rarely during the window (each check costs the engine an
+    /// exec).
     pub ends_with_target: bool,
 }
 
@@ -247,7 +248,12 @@ pub async fn record(
     let soft_deadline = tokio::time::sleep(duration + grace);
     tokio::pin!(soft_deadline);
     let mut hard_deadline: Option<Instant> = None;
-    let stopped = watch.until_stopped(started, !until_command_ends && !ends_with_target);
+    let process_check = match (until_command_ends, ends_with_target) {
+        (true, _) => None,
+        (false, true) => Some(PROCESS_CHECK_FOLLOWED),
+        (false, false) => Some(PROCESS_CHECK),
+    };
+    let stopped = watch.until_stopped(started, process_check);
     tokio::pin!(stopped);
     let mut watching = true;
     let mut stop_requested: Option<Instant> = None;

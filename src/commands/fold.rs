@@ -79,7 +79,7 @@ fn fold_perf_data(args: &FoldArgs) -> Result<Folded> {
             (path, local)
         })
         .collect();
-    let loaded = load_all(files);
+    let loaded = load_all(files, false);
     symbols.modules.extend(loaded.modules);
     let mut failed = loaded.failed;
     failed.sort();

@@ -118,8 +118,8 @@ pub trait Engine: Sync {
     }
 
     /// Whether the recording command ends by itself when the process it records exits
-    /// (`perf record -p` does): then the process is not checked during the window, which
-    /// would cost an exec in the container each time.
+    /// (`perf record -p` does): then the process is checked once a minute during the
+    /// window rather than every 10 s (each check costs an exec in the container).
     fn recorder_ends_with_target(&self) -> bool {
         false
     }

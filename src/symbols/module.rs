@@ -290,12 +290,13 @@ impl ModuleSymbols {
     }
 }
 
-/// A file mapped read-only. The files symbolized are devprof's own copies (the cache, a
-/// `--symfs` tree), which nothing truncates while they are mapped.
+/// A file mapped read-only: devprof's symbol cache (whose files are written once, under
+/// new names) or a `--symfs` tree the user names. A file of that tree rewritten in place
+/// during the fold can end it with SIGBUS, as with the DWARF loader's own mapping.
 fn map_file(path: &Path) -> std::io::Result<memmap2::Mmap> {
     let file = std::fs::File::open(path)?;
-    // SAFETY: read-only, of a file nothing modifies while it is mapped (see above); the
-    // DWARF loader maps the same files the same way.
+    // SAFETY: read-only, of a file devprof does not modify while it is mapped (see
+    // above); the DWARF loader maps the same files the same way.
     unsafe { memmap2::Mmap::map(&file) }
 }
 
@@ -305,9 +306,9 @@ pub struct Loaded<K> {
     pub failed: Vec<(K, String)>,
 }
 
-/// Reads every `(name, file)` pair's symbols, several files at once (a big binary's
-/// DWARF takes a while to read).
-pub fn load_all<K: Send>(files: Vec<(K, std::path::PathBuf)>) -> Loaded<K> {
+/// Reads every `(name, file)` pair's symbols, several files at once; with `dwarf` (inline
+/// frames will be asked for) also opens their DWARF, which on a big binary takes a while.
+pub fn load_all<K: Send>(files: Vec<(K, std::path::PathBuf)>, dwarf: bool) -> Loaded<K> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -323,6 +324,9 @@ pub fn load_all<K: Send>(files: Vec<(K, std::path::PathBuf)>) -> Loaded<K> {
                 let next = queue.lock().expect("module queue").next();
                 let Some((key, path)) = next else { break };
                 let read = ModuleSymbols::from_elf(&path);
+                if let (true, Ok(module)) = (dwarf, &read) {
+                    module.dwarf.get();
+                }
                 let mut results = results.lock().expect("module results");
                 match read {
                     Ok(module) => results.modules.push((key, module)),
@@ -413,9 +417,14 @@ mod tests {
             SymbolKind::Dwarf,
             "test binaries carry debug info"
         );
+        // Opened when first asked for: a fold without inline frames never pays for it.
+        assert!(module.dwarf.loader.get().is_none());
+        assert!(module.function_at(module.symbols[0].address).is_some());
+        assert!(module.dwarf.loader.get().is_none());
         // A return address inside the function: a few bytes past its start.
         let elf_address = module.address_of_offset(f + 4 - start + offset).unwrap();
         let frames = module.frames_at(elf_address);
+        assert!(matches!(module.dwarf.loader.get(), Some(Some(_))));
         assert!(
             frames
                 .last()
@@ -473,7 +482,7 @@ mod tests {
             // This test's own executable: a debug build, with DWARF.
             ("e", std::env::current_exe().unwrap()),
         ];
-        let loaded = load_all(files);
+        let loaded = load_all(files, true);
         let mut read: Vec<_> = loaded.modules.iter().map(|(k, m)| (*k, m.kind)).collect();
         read.sort_by_key(|(k, _)| *k);
         assert_eq!(
@@ -484,6 +493,9 @@ mod tests {
                 ("e", SymbolKind::Dwarf)
             ]
         );
+        // Asked for inline frames: the DWARF is opened on the loading threads.
+        let (_, own) = loaded.modules.iter().find(|(k, _)| *k == "e").unwrap();
+        assert!(matches!(own.dwarf.loader.get(), Some(Some(_))));
         let mut failed: Vec<_> = loaded
             .failed
             .iter()

@@ -106,7 +106,7 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
             kernel: kallsyms,
             ..Symbols::default()
         };
-        symbols.modules.extend(load_all(locals).modules);
+        symbols.modules.extend(load_all(locals, inline).modules);
         let file = std::io::BufWriter::new(std::fs::File::create(&timeline)?);
         let mut writer = TimelineWriter::new(file)?;
         let fold = stacks::fold(&raw, &symbols, inline, Some(&mut writer));
