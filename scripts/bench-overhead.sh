@@ -5,12 +5,11 @@
 # is read over WINDOW seconds (default 20) during `devprof cpu` at 999 Hz with frame
 # pointers, with DWARF call graphs, from a sidecar, and (for reference: the kernel's share
 # of the cost) during a bare `perf record -F 999 -g` started by `docker exec` (perf's
-# default event, without devprof's -N and -z). Every capture
-# is measured between two windows with no capture, and its throughput is given against the
-# mean of those two, as a percentage lost (so a drift of the machine's load during a round
-# does not count as overhead). Each round (RUNS, default 3) measures all four. The load
-# average is printed: the machine may be shared, so read the spread between rounds as the
-# noise.
+# default event, without devprof's -N and -z). Every capture is measured between two
+# windows with no capture, and its throughput is given against the mean of those two, as a
+# percentage lost (so a drift of the machine's load during a round does not count as
+# overhead). Each round (RUNS, default 3) measures all four. The load average is printed:
+# the machine may be shared, so read the spread between rounds as the noise.
 #
 #   scripts/bench-overhead.sh [WINDOW] [RUNS]
 # Environment: BENCH_WORKLOADS (default hash_chain:40,state_lookup:40), DEVPROF_BIN,
@@ -87,13 +86,15 @@ under_bare_perf() {
 }
 
 echo "node: $WORKLOADS; window ${WINDOW}s; $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-COLUMNS_=("fp 999 Hz" "dwarf 999 Hz" "sidecar fp" "bare perf fp")
-printf '%-6s' round; for c in "${COLUMNS_[@]}"; do printf ' %24s' "$c ops/s (lost)"; done; echo
+# Each column: its name, then the command that measures it.
+NAMES=("fp 999 Hz (exec)" "dwarf 999 Hz (exec)" "fp 999 Hz (sidecar)" "bare perf record fp")
+CAPTURES=("under_capture --call-graph fp --mode exec" "under_capture --call-graph dwarf --mode exec"
+          "under_capture --call-graph fp --mode sidecar" "under_bare_perf")
+printf '%-6s' round; for c in "${NAMES[@]}"; do printf ' %28s' "$c (lost)"; done; echo
 for round in $(seq "$RUNS"); do
   row=()
   before="$(rate)"
-  for capture in "under_capture --call-graph fp --mode exec" "under_capture --call-graph dwarf --mode exec" \
-                 "under_capture --call-graph fp --mode sidecar" "under_bare_perf"; do
+  for capture in "${CAPTURES[@]}"; do
     during="$($capture)"
     after="$(rate)"
     row+=("$before:$during:$after")
@@ -108,15 +109,14 @@ for cell in cells:
     before, during, after = map(float, cell.split(":"))
     base = (before + after) / 2
     out.append(f"{during:.0f} ({100 * (1 - during / base):+.1f}%)")
-print(f"{r:<6} " + " ".join(f"{c:>24}" for c in out))
+print(f"{r:<6} " + " ".join(f"{c:>28}" for c in out))
 PY
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$WORK/rounds" <<'PY'
+python3 - "$WORK/rounds" "${NAMES[@]}" <<'PY'
 import statistics, sys
 rows = [[tuple(map(float, c.split(":"))) for c in l.split()] for l in open(sys.argv[1]) if l.strip()]
-names = ["fp 999 Hz (exec)", "dwarf 999 Hz (exec)", "fp 999 Hz (sidecar)", "bare perf record fp"]
-for i, name in enumerate(names):
+for i, name in enumerate(sys.argv[2:]):
     lost = [100 * (1 - d / ((b + a) / 2)) for b, d, a in (r[i] for r in rows) if b + a > 0]
     print(f"{name:<22} throughput lost: mean {statistics.mean(lost):.1f}%, median {statistics.median(lost):.1f}%, rounds {', '.join(f'{x:.1f}%' for x in lost)}")
 PY

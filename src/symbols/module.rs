@@ -44,8 +44,8 @@ pub enum SymbolKind {
 }
 
 /// A file's DWARF, opened when first asked for (inline frames, heap stacks): opening it
-/// maps, decompresses and indexes the debug sections, which on a big binary costs more
-/// than everything else a fold does, and a fold without inline frames never reads them.
+/// maps and indexes the debug sections (decompressing them where they are compressed),
+/// which a fold without inline frames never reads.
 #[derive(Default)]
 struct LazyDwarf {
     path: Option<PathBuf>,
