@@ -319,3 +319,61 @@ fn target_comes_from_dotenv_when_not_given() {
     devprof(cwd.path()).args(["cpu"]).assert().success();
     only_capture(cwd.path(), DEMO_SEQ, "perf-");
 }
+
+/// Regression: every native fold had the container's kernel write out /proc/kallsyms and
+/// send it through the engine (about 0.3 s of a 0.5 s fold). The first capture keeps the
+/// kernel's symbols in the store for the boot; the next one names kernel frames from them.
+#[test]
+fn a_second_native_capture_names_kernel_frames_from_the_copy_kept_for_the_boot() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !devnet_ready("a_second_native_capture_names_kernel_frames_from_the_copy_kept_for_the_boot")
+    {
+        return;
+    }
+    let cwd = workdir();
+    let first = cpu_capture(cwd.path(), DEMO_SEQ, "5");
+    let folded = std::fs::read_to_string(with_ext(&first, "folded")).unwrap();
+    // demo-seq's allocator returns memory with madvise all the time.
+    assert!(
+        folded.contains(";entry_SYSCALL_64_after_hwframe;"),
+        "no kernel frame named in the first capture"
+    );
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let kept = first
+        .parent()
+        .unwrap()
+        .join(format!(".symbols/kernel-{}/kallsyms", boot.trim()));
+    let meta = std::fs::metadata(&kept).expect("the kernel's symbols kept for this boot");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+
+    // A name only the kept copy has shows that it is what the second fold reads.
+    let text = std::fs::read_to_string(&kept).unwrap();
+    std::fs::write(
+        &kept,
+        text.replace(
+            " entry_SYSCALL_64_after_hwframe\n",
+            " kept_SYSCALL_64_after_hwframe\n",
+        ),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    devprof(cwd.path())
+        .args(["cpu", DEMO_SEQ, "5"])
+        .assert()
+        .success();
+    let second = std::fs::read_dir(first.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.with_extension("") != first)
+        .map(|p| p.with_extension(""))
+        .next()
+        .expect("the second capture's manifest");
+    let folded = std::fs::read_to_string(with_ext(&second, "folded")).unwrap();
+    assert!(
+        folded.contains(";kept_SYSCALL_64_after_hwframe;")
+            && !folded.contains("entry_SYSCALL_64_after_hwframe"),
+        "the second capture did not name its kernel frames from the kept copy"
+    );
+    assert_eq!(std::fs::metadata(&kept).unwrap().ino(), meta.ino());
+    assert_eq!(read_manifest(&second)["fold_path"], "native");
+}

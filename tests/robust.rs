@@ -435,7 +435,8 @@ fn clean_reclaims_cached_binaries_no_kept_capture_uses() {
     let used = ".symbols/1111111111111111/demo-node";
     let unused = ".symbols/2222222222222222/libold.so";
     let fresh = ".symbols/3333333333333333/libnew.so";
-    for rel in [used, unused, fresh] {
+    let kernel = ".symbols/kernel-8f9dabeb-f799-40c6-af4b-86868d0cc3c7/kallsyms";
+    for rel in [used, unused, fresh, kernel] {
         let path = dir.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, "\x7fELF binary").unwrap();
@@ -443,6 +444,7 @@ fn clean_reclaims_cached_binaries_no_kept_capture_uses() {
     // Old enough for retention, except the one a capture running now may have fetched.
     touch_10_days_ago(&dir.join(used));
     touch_10_days_ago(&dir.join(unused));
+    touch_10_days_ago(&dir.join(kernel));
     let dump = "jeprof.demo-seq.7.0.m0.heap";
     std::fs::write(dir.join(dump), "heap_v2/131072\n").unwrap();
     let capture = heap_capture_with_modules(&dir, 1, dump, &[used]);
@@ -458,8 +460,12 @@ fn clean_reclaims_cached_binaries_no_kept_capture_uses() {
         .iter()
         .map(|p| p.as_str().unwrap().to_string())
         .collect();
-    assert_eq!(reclaimed.len(), 1, "{json}");
+    assert_eq!(reclaimed.len(), 2, "{json}");
     assert!(reclaimed[0].ends_with(unused), "{json}");
+    assert!(
+        reclaimed[1].ends_with(kernel),
+        "kernel symbols kept past AGE: {json}"
+    );
     assert!(!dir.join(unused).exists(), "an unused cached binary stayed");
     assert!(
         !cache.join("2222222222222222").exists(),
@@ -480,7 +486,7 @@ fn clean_reclaims_cached_binaries_no_kept_capture_uses() {
         .args(["clean", "--older", "12h"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("1 cached binary of .symbols/"));
+        .stdout(predicate::str::contains("1 cached file of .symbols/"));
     assert!(capture.iter().all(|p| !p.exists()));
     assert!(!dir.join(used).exists());
     assert!(dir.join(fresh).is_file());

@@ -1,8 +1,9 @@
-//! `devprof ls`, `clean`, `render`, `top` and `diff` end to end: the real binary over a
+//! `devprof ls`, `clean`, `render`, `top`, `diff` and `fold` end to end: the real binary over a
 //! store in a scratch directory. The store is built as `devprof cpu` builds it (a stem
 //! reserved per capture, its files, a `store::Manifest` listing them), dated in the past;
 //! the folded stacks are real captures of the demo node (tests/data). No Docker needed,
-//! except for the last test, which records demo-seq first.
+//! except for the test of `top` after a capture of demo-seq; the test of `fold` records
+//! with this host's perf (as root, or with perf_event_paranoid <= 1, for kernel stacks).
 
 mod common;
 
@@ -729,4 +730,128 @@ fn after_a_cpu_capture_of_demo_seq_top_lists_hash_chain_among_its_top_3() {
 
 fn human(bytes: u64) -> String {
     devprof::units::human_bytes(bytes)
+}
+
+/// Host perf recording a kernel-heavy command (reads and writes through /dev/zero and
+/// /dev/null) with call graphs into `data`.
+fn record_on_host(data: &Path) {
+    let out = std::process::Command::new("perf")
+        .args(["record", "-q", "-F", "999", "-g", "-o"])
+        .arg(data)
+        .args([
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=64k",
+            "count=200000",
+        ])
+        .output()
+        .expect("perf on the host (scripts/setup.sh installs it)");
+    assert!(
+        out.status.success(),
+        "perf record: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Regression: every native fold had the kernel write out /proc/kallsyms (50-70 ms, most
+/// of a fold's wall time). A capture in the store now uses the copy its symbol cache keeps
+/// for the boot; one outside the store still reads the kernel's.
+#[test]
+fn fold_of_a_stored_capture_names_kernel_frames_from_the_copy_kept_for_the_boot() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let cwd = workdir();
+    let target = cwd.path().join("profiling/host");
+    fs::create_dir_all(target.join(".symbols")).unwrap();
+    let data = target.join("perf-1.data");
+    record_on_host(&data);
+    let fold = |input: &Path, output: &str| {
+        devprof(cwd.path())
+            .arg("fold")
+            .arg(input)
+            .args(["-o", output])
+            .assert()
+            .success();
+        fs::read_to_string(cwd.path().join(output)).unwrap()
+    };
+
+    let first = fold(&data, "first.folded");
+    assert!(
+        first.contains("do_syscall_64"),
+        "no kernel frame named:\n{first}"
+    );
+    let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let kept = target.join(format!(".symbols/kernel-{}/kallsyms", boot.trim()));
+    let meta = fs::metadata(&kept).expect("the kernel's symbols kept for this boot");
+    assert_eq!(
+        meta.permissions().mode() & 0o777,
+        0o600,
+        "kernel addresses readable by others"
+    );
+
+    let second = fold(&data, "second.folded");
+    assert_eq!(
+        first, second,
+        "the kept copy names the frames as the kernel does"
+    );
+    assert_eq!(
+        fs::metadata(&kept).unwrap().ino(),
+        meta.ino(),
+        "the kept copy was read again from the kernel"
+    );
+
+    // Names that only the kept copy has show that it is what the fold reads.
+    let text = fs::read_to_string(&kept).unwrap();
+    let renamed = text.replace(" do_syscall_64\n", " kept_syscall_64\n");
+    fs::write(&kept, &renamed).unwrap();
+    let third = fold(&data, "third.folded");
+    assert!(
+        third.contains("kept_syscall_64") && !third.contains("do_syscall_64"),
+        "{third}"
+    );
+
+    // A copy that does not cover every kernel frame (here: core text shrunk to one byte,
+    // as if the frames were in a BPF program loaded since) is read again from the kernel.
+    let address_of = |name: &str| {
+        let line = renamed
+            .lines()
+            .find(|l| l.ends_with(&format!(" T {name}")))
+            .unwrap();
+        u64::from_str_radix(line.split(' ').next().unwrap(), 16).unwrap()
+    };
+    let (stext, etext) = (address_of("_stext"), address_of("_etext"));
+    fs::write(
+        &kept,
+        renamed.replace(
+            &format!("{etext:016x} T _etext\n"),
+            &format!("{:016x} T _etext\n", stext + 1),
+        ),
+    )
+    .unwrap();
+    let fourth = fold(&data, "fourth.folded");
+    assert_eq!(
+        fourth, first,
+        "frames the copy does not cover were named from it"
+    );
+    assert_ne!(
+        fs::metadata(&kept).unwrap().ino(),
+        meta.ino(),
+        "the copy was not read again"
+    );
+    assert!(!fs::read_to_string(&kept)
+        .unwrap()
+        .contains("kept_syscall_64"));
+
+    // Outside the store: the kernel's own list, and nothing written beside the capture.
+    let loose = cwd.path().join("loose");
+    fs::create_dir(&loose).unwrap();
+    fs::copy(&data, loose.join("perf-1.data")).unwrap();
+    let outside = fold(&loose.join("perf-1.data"), "outside.folded");
+    assert_eq!(outside, first);
+    assert_eq!(
+        fs::read_dir(&loose).unwrap().count(),
+        1,
+        "fold wrote beside a capture outside the store"
+    );
 }

@@ -12,7 +12,8 @@ pub struct FoldArgs {
 
     /// perf.data input: where the recorded process's files are found (a copy of its
     /// container's files; `/` for a capture of this host). Kernel frames are named from
-    /// this host's /proc/kallsyms.
+    /// this host's /proc/kallsyms, or for a capture in the store from the copy its
+    /// symbol cache keeps for this boot.
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub symfs: PathBuf,
 

@@ -165,9 +165,9 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
     }
     if !orphaned.is_empty() {
         println!(
-            "{verb} {} cached binar{} of .symbols/ that no kept capture uses (older than {age})",
+            "{verb} {} cached file{} of .symbols/ (binaries no kept capture uses, kernel symbols; older than {age})",
             orphaned.len(),
-            if orphaned.len() == 1 { "y" } else { "ies" }
+            if orphaned.len() == 1 { "" } else { "s" }
         );
     }
     if !old_sessions.is_empty() {

@@ -7,7 +7,8 @@ use crate::profile::folded::{fold_perf_script, fold_perf_script_with, Folded};
 use crate::profile::perfdata::stacks::{self, Symbols};
 use crate::profile::timeline::TimelineWriter;
 use crate::render::{write_heatmap_file, write_svg, SvgSpec};
-use crate::symbols::kallsyms::Kallsyms;
+use crate::symbols::binary::SYMBOL_CACHE;
+use crate::symbols::kernel_cache;
 use crate::symbols::module::load_all;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
@@ -61,13 +62,16 @@ fn is_perf_data(path: &Path) -> bool {
 
 /// perf.data read and symbolized natively, with the files under `--symfs`.
 fn fold_perf_data(args: &FoldArgs) -> Result<Folded> {
-    // The kernel makes /proc/kallsyms line by line (a tenth of a second): read it on
-    // another core while the perf.data is read; it is dropped when no frame is the kernel's.
-    let kallsyms = std::thread::spawn(|| {
-        std::fs::read_to_string("/proc/kallsyms")
-            .ok()
-            .and_then(Kallsyms::parse)
-    });
+    // The kernel makes /proc/kallsyms line by line (50-70 ms): a capture in the store uses
+    // the copy its container's symbol cache keeps for this boot, read on another core
+    // while the perf.data is read; it is dropped when no frame is the kernel's.
+    let cache = args
+        .input
+        .parent()
+        .map(|dir| dir.join(SYMBOL_CACHE))
+        .filter(|cache| std::fs::symlink_metadata(cache).is_ok_and(|m| m.is_dir()));
+    let kept_in = cache.clone();
+    let kallsyms = std::thread::spawn(move || kernel_cache::host_symbols(kept_in.as_deref()));
     let raw = stacks::read(&args.input, args.timeline.is_some())
         .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;
     let mut symbols = Symbols::default();
@@ -87,7 +91,13 @@ fn fold_perf_data(args: &FoldArgs) -> Result<Folded> {
         eprintln!("no symbols for {path}: {e}");
     }
     if raw.has_kernel_frames() {
-        symbols.kernel = kallsyms.join().ok().flatten();
+        symbols.kernel = match kallsyms.join().ok().flatten() {
+            // It still names what it covers if the read fails.
+            Some(kept) if !raw.kernel_covered_by(&kept) => {
+                kernel_cache::host_live(cache.as_deref()).or(Some(kept))
+            }
+            read => read,
+        };
     }
     let fold = match &args.timeline {
         Some(path) => {

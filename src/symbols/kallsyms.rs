@@ -6,6 +6,19 @@
 pub struct Kallsyms {
     text: String,
     symbols: Vec<(u64, u32, u32)>,
+    /// Where the names are known to hold: everywhere (None) when read live, less for a
+    /// copy kept from earlier in the boot (see `kernel_cache`).
+    trusted: Option<Trusted>,
+    /// Where `_stext` and `_etext` are, when listed.
+    core_text: (Option<u64>, Option<u64>),
+}
+
+/// The part of a kept copy that still holds: the core kernel's text, and the text of the
+/// modules still loaded where they were.
+#[derive(Debug)]
+struct Trusted {
+    core_text: Option<(u64, u64)>,
+    modules: Vec<String>,
 }
 
 impl Kallsyms {
@@ -17,6 +30,8 @@ impl Kallsyms {
         let text = text.into();
         let bytes = text.as_bytes();
         let mut symbols: Vec<(u64, u32, u32)> = Vec::new();
+        // Found before duplicates go: `_stext` shares its address with `_text`.
+        let mut core_text = (None, None);
         let mut start = 0usize;
         while start < bytes.len() {
             let end = memchr_newline(&bytes[start..]).map_or(bytes.len(), |i| start + i);
@@ -24,6 +39,11 @@ impl Kallsyms {
             if let Some((address, name_at, name_len)) = text_symbol(line) {
                 if address != 0 && u32::try_from(start + name_at).is_ok() {
                     symbols.push((address, (start + name_at) as u32, name_len as u32));
+                    match &line[name_at..name_at + name_len] {
+                        b"_stext" => core_text.0 = Some(address),
+                        b"_etext" => core_text.1 = Some(address),
+                        _ => {}
+                    }
                 }
             }
             start = end + 1;
@@ -33,7 +53,66 @@ impl Kallsyms {
         }
         symbols.sort_by_key(|(a, _, _)| *a);
         symbols.dedup_by_key(|(a, _, _)| *a);
-        Some(Kallsyms { text, symbols })
+        Some(Kallsyms {
+            text,
+            symbols,
+            trusted: None,
+            core_text,
+        })
+    }
+
+    /// The text the table was parsed from.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The core kernel's text, `_stext` to `_etext`: where KASLR put it at boot, so it does
+    /// not move until the next one.
+    pub fn core_text(&self) -> Option<(u64, u64)> {
+        match self.core_text {
+            (Some(start), Some(end)) if start < end => Some((start, end)),
+            _ => None,
+        }
+    }
+
+    /// The same names, trusted only in the core kernel's text and between the first and
+    /// the last listed symbol of each of `modules` (past a module's last function, memory
+    /// may since have gone to a BPF program or a trampoline).
+    pub fn trusted_for(mut self, modules: Vec<String>) -> Self {
+        let core_text = self.core_text();
+        self.trusted = Some(Trusted { core_text, modules });
+        self
+    }
+
+    /// Whether the name found for `address` can be trusted.
+    pub fn covers(&self, address: u64) -> bool {
+        let Some(trusted) = &self.trusted else {
+            return true;
+        };
+        if trusted
+            .core_text
+            .is_some_and(|(start, end)| (start..end).contains(&address))
+        {
+            return true;
+        }
+        let i = self.symbols.partition_point(|(a, _, _)| *a <= address);
+        let (Some(below), Some(above)) = (i.checked_sub(1), self.symbols.get(i)) else {
+            return false;
+        };
+        let module = self.module_of(below);
+        module.is_some_and(|m| trusted.modules.iter().any(|t| t == m))
+            && self.module_of_entry(above) == module
+    }
+
+    /// The `[module]` after a symbol's name, without brackets.
+    fn module_of(&self, index: usize) -> Option<&str> {
+        self.module_of_entry(&self.symbols[index])
+    }
+
+    fn module_of_entry(&self, &(_, at, len): &(u64, u32, u32)) -> Option<&str> {
+        let rest = self.text.get((at + len) as usize..)?;
+        let line = rest.split('\n').next()?.trim();
+        line.strip_prefix('[')?.strip_suffix(']')
     }
 
     /// The function containing `address`, when one is at or below it.
@@ -92,6 +171,37 @@ mod tests {
         assert_eq!(k.name_at(0xffffffff81000250), Some("helper"));
         assert_eq!(k.name_at(0xffffffff81000300), Some("last"));
         assert_eq!(k.name_at(0xffffffff80000000), None);
+    }
+
+    #[test]
+    fn a_live_table_covers_everything_a_kept_one_the_core_and_its_modules() {
+        // `_text` first and at the same address, as this VM lists them.
+        let text = "ffffffff81000000 T _text\nffffffff81000000 T _stext\nffffffff81000100 t helper\nffffffff81000200 T _etext\nffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\nffffffffc0400000 t ovl_open\t[overlay]\nffffffffc0400100 t ovl_read\t[overlay]\nffffffffc0500000 t nf_hook\t[nf_tables]\nffffffffc0500100 t nf_last\t[nf_tables]\n";
+        let live = Kallsyms::parse(text).unwrap();
+        assert!(live.covers(0xffffffffc0201010));
+        assert_eq!(
+            live.core_text(),
+            Some((0xffffffff81000000, 0xffffffff81000200))
+        );
+        let kept = live.trusted_for(vec!["overlay".into(), "nf_tables".into()]);
+        assert!(kept.covers(0xffffffff81000150));
+        assert!(!kept.covers(0xffffffff81000200));
+        assert!(
+            !kept.covers(0xffffffffc0201010),
+            "ftrace trampolines come and go"
+        );
+        assert!(kept.covers(0xffffffffc0400010));
+        assert!(
+            !kept.covers(0xffffffffc0400110),
+            "past overlay's last symbol: anything's"
+        );
+        assert!(kept.covers(0xffffffffc0500010));
+        assert!(!kept.covers(0xffffffffc0500110), "the last symbol of all");
+        assert_eq!(kept.name_at(0xffffffff81000150), Some("helper"));
+        let without = Kallsyms::parse(text)
+            .unwrap()
+            .trusted_for(vec!["nf_tables".into()]);
+        assert!(!without.covers(0xffffffffc0400010), "overlay was reloaded");
     }
 
     #[test]

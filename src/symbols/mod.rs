@@ -10,5 +10,6 @@ pub mod gomoduledata;
 pub mod gopclntab;
 pub mod gosource;
 pub mod kallsyms;
+pub mod kernel_cache;
 pub mod malloc_conf;
 pub mod module;

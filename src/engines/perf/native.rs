@@ -6,14 +6,16 @@
 use super::CollectJob;
 use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
-use crate::profile::perfdata::stacks::{self, NativeFold, Symbols};
+use crate::profile::perfdata::stacks::{self, NativeFold, RawProfile, Symbols};
 use crate::profile::timeline::TimelineWriter;
 use crate::settings::{CallGraph, FoldPath};
-use crate::symbols::binary::{self, Fetched};
+use crate::symbols::binary::{self, Fetched, SYMBOL_CACHE};
 use crate::symbols::kallsyms::Kallsyms;
+use crate::symbols::kernel_cache::{self, KernelIdentity, Source};
 use crate::symbols::module::load_all;
+use crate::text::quote;
 use crate::ui::progress;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The manifest's names for the two paths.
 pub const NATIVE: &str = "native";
@@ -56,6 +58,90 @@ pub fn notes(fold: &NativeFold) -> Vec<String> {
     notes
 }
 
+/// Ends the list of modules in the script's output; kallsyms follows, when printed.
+const KALLSYMS_FOLLOWS: &str = "@@devprof-kallsyms";
+/// Ends kallsyms; the list of modules follows again (a module loaded during the read may
+/// be half in it: such a list is not kept).
+const MODULES_AGAIN: &str = "@@devprof-modules";
+
+/// The kernel's symbols as the container sees them: the copy kept for its boot when that
+/// names every kernel frame, else /proc/kallsyms read now (and kept for the next fold).
+async fn kernel_symbols(
+    shell: &impl ContainerShell,
+    cache: &Path,
+    raw: &RawProfile,
+) -> Option<Kallsyms> {
+    // One exec says which kernel this is, and prints kallsyms unless a copy is kept for it
+    // (every kept boot is asked about: the host's and an engine's VM may differ).
+    let kept_boots: Vec<String> = kernel_cache::kept_boots(cache)
+        .iter()
+        .map(|b| quote(b))
+        .collect();
+    let pattern = if kept_boots.is_empty() {
+        "none".to_string()
+    } else {
+        kept_boots.join("|")
+    };
+    let script = format!(
+        "read -r boot < /proc/sys/kernel/random/boot_id; printf '%s\\n' \"$boot\"; \
+         cat /proc/modules 2>/dev/null; echo {KALLSYMS_FOLLOWS}; \
+         case \"$boot\" in {pattern}) ;; *) cat /proc/kallsyms; echo {MODULES_AGAIN}; \
+         cat /proc/modules 2>/dev/null; true ;; esac"
+    );
+    let mut id = None;
+    let mut kept = None;
+    if let Ok(out) = shell.sh(&script).await {
+        let marker = format!("\n{KALLSYMS_FOLLOWS}\n");
+        if let Some((head, rest)) = out.stdout.split_once(&marker).filter(|_| out.success()) {
+            let (boot, modules) = head.split_once('\n').unwrap_or((head, ""));
+            id = KernelIdentity::new(boot, modules);
+            if let Some((listing, after)) = rest.rsplit_once(&format!("{MODULES_AGAIN}\n")) {
+                let unchanged = id
+                    .as_ref()
+                    .filter(|id| KernelIdentity::new(boot, after).as_ref() == Some(id));
+                return parse_and_keep(listing.to_string(), cache, unchanged.cloned()).await;
+            }
+            let (kept_in, wanted) = (cache.to_path_buf(), id.clone());
+            kept = tokio::task::spawn_blocking(move || {
+                kernel_cache::load(&kept_in, wanted.as_ref()?, Source::Container)
+            })
+            .await
+            .ok()
+            .flatten();
+            if kept.as_ref().is_some_and(|k| raw.kernel_covered_by(k)) {
+                return kept;
+            }
+        }
+    }
+    // No shell in the container, or the kept copy does not cover every frame (it still
+    // names what it covers if the read fails).
+    match shell.run(&["cat", "/proc/kallsyms"]).await {
+        Ok(out) if out.success() => parse_and_keep(out.stdout, cache, id).await.or(kept),
+        _ => kept,
+    }
+}
+
+/// Parses kallsyms text read now and keeps it for the rest of the boot (off the async
+/// threads: megabytes to parse and write).
+async fn parse_and_keep(
+    text: String,
+    cache: &Path,
+    id: Option<KernelIdentity>,
+) -> Option<Kallsyms> {
+    let cache = cache.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let kallsyms = Kallsyms::parse(text)?;
+        if let Some(id) = &id {
+            // A copy that cannot be kept only costs the next fold a live read.
+            let _ = kernel_cache::save(&cache, id, Source::Container, &kallsyms);
+        }
+        Some(kallsyms)
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
 /// Folds the downloaded `<stem>.data` natively and writes its timeline.
 pub async fn fold(job: &CollectJob<'_>) -> Result<NativeFold> {
     let spinner = progress::spinner("symbolizing and folding stacks (native)");
@@ -78,14 +164,12 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
     let root = job.symfs.as_deref().unwrap_or("");
     let seen: Vec<String> = paths.iter().map(|p| format!("{root}{p}")).collect();
     // The binaries and the kernel's symbols come out of the container at the same time.
+    let cache = job.stem.dir().join(SYMBOL_CACHE);
     let kallsyms = async {
         if !kernel {
             return None;
         }
-        match job.shell.run(&["cat", "/proc/kallsyms"]).await {
-            Ok(out) if out.success() => Kallsyms::parse(out.stdout),
-            _ => None,
-        }
+        kernel_symbols(job.shell, &cache, &raw).await
     };
     let (fetched, kallsyms) = tokio::join!(
         binary::fetch_cached(job.shell, job.shell.container(), &seen, job.stem.dir()),

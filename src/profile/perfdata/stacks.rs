@@ -91,9 +91,23 @@ impl RawProfile {
 
     /// Whether any stack has a kernel frame (kallsyms is then worth reading).
     pub fn has_kernel_frames(&self) -> bool {
-        self.stacks
-            .iter()
-            .any(|((_, frames), _)| frames.iter().any(|f| matches!(f, Frame::Kernel(_))))
+        self.kernel_addresses().next().is_some()
+    }
+
+    /// The addresses of the kernel frames, as often as they occur in the stacks.
+    pub fn kernel_addresses(&self) -> impl Iterator<Item = u64> + '_ {
+        self.stacks.iter().flat_map(|((_, frames), _)| {
+            frames.iter().filter_map(|f| match f {
+                Frame::Kernel(ip) => Some(*ip),
+                _ => None,
+            })
+        })
+    }
+
+    /// Whether `kernel` can name every kernel frame (a kept copy covers only part of the
+    /// kernel's addresses).
+    pub fn kernel_covered_by(&self, kernel: &Kallsyms) -> bool {
+        self.kernel_addresses().all(|ip| kernel.covers(ip))
     }
 }
 
