@@ -39,9 +39,11 @@ impl Kallsyms {
             if let Some((address, name_at, name_len)) = text_symbol(line) {
                 if address != 0 && u32::try_from(start + name_at).is_ok() {
                     symbols.push((address, (start + name_at) as u32, name_len as u32));
+                    // The core kernel's own (a module's symbol has `[module]` after it).
+                    let core = name_at + name_len == line.len();
                     match &line[name_at..name_at + name_len] {
-                        b"_stext" => core_text.0 = Some(address),
-                        b"_etext" => core_text.1 = Some(address),
+                        b"_stext" if core => core_text.0 = Some(address),
+                        b"_etext" if core => core_text.1 = Some(address),
                         _ => {}
                     }
                 }
@@ -198,6 +200,11 @@ mod tests {
         assert!(kept.covers(0xffffffffc0500010));
         assert!(!kept.covers(0xffffffffc0500110), "the last symbol of all");
         assert_eq!(kept.name_at(0xffffffff81000150), Some("helper"));
+        let odd = Kallsyms::parse(format!("{text}ffffffffc0600000 t _etext\t[odd]\n")).unwrap();
+        assert_eq!(
+            odd.core_text(),
+            Some((0xffffffff81000000, 0xffffffff81000200))
+        );
         let without = Kallsyms::parse(text)
             .unwrap()
             .trusted_for(vec!["nf_tables".into()]);
