@@ -72,10 +72,6 @@ impl KernelIdentity {
         )
     }
 
-    pub fn boot_id(&self) -> &str {
-        &self.boot_id
-    }
-
     fn module_names(&self) -> Vec<String> {
         self.modules
             .lines()
@@ -106,29 +102,19 @@ fn live_modules(modules: &str) -> String {
     live.join("\n")
 }
 
-/// The boot ids with a copy in `cache` (newest first): what a container is asked about.
+/// The boot ids with a copy in `cache`: what a container is asked about.
 pub fn kept_boots(cache: &Path) -> Vec<String> {
     let Ok(entries) = fs::read_dir(cache) else {
         return Vec::new();
     };
-    let mut boots: Vec<(std::time::SystemTime, String)> = entries
+    entries
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
-            let boot = name.strip_prefix(KEY_PREFIX)?;
-            let id = KernelIdentity::new(boot, "")?;
-            let modified = e
-                .path()
-                .join(FILE)
-                .symlink_metadata()
-                .ok()?
-                .modified()
-                .ok()?;
-            Some((modified, id.boot_id))
+            let id = KernelIdentity::new(name.strip_prefix(KEY_PREFIX)?, "")?;
+            Some(id.boot_id)
         })
-        .collect();
-    boots.sort_by(|a, b| b.cmp(a));
-    boots.into_iter().map(|(_, boot)| boot).collect()
+        .collect()
 }
 
 /// The kept copy for this kernel, trusted for the core text and its live modules; None
