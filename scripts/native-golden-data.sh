@@ -7,7 +7,9 @@
 #
 # ROOT is where the recorded files are found (`/` for a capture of this host, a copy of a
 # container's files otherwise); KALLSYMS defaults to /proc/kallsyms (the same kernel).
-# Writes tests/data/native/NAME.data, NAME.script, NAME.modules and NAME.kallsyms.
+# Writes tests/data/native/NAME.data, NAME.script, NAME.modules and NAME.kallsyms; with
+# NATIVE_GOLDEN_KEEP_ROOT=1 also NAME.root/, the recorded files themselves (a --symfs tree:
+# unwinding DWARF call graphs needs the binaries, not only their symbol tables).
 set -euo pipefail
 data="$1"; name="$2"; root="${3:-/}"; kallsyms="${4:-/proc/kallsyms}"
 out="$(cd "$(dirname "$0")/.." && pwd)/tests/data/native"
@@ -19,6 +21,10 @@ bare="$(mktemp -d)"; trap 'rm -rf "$bare"' EXIT
 perf script -i "$data" -F ip,dso 2>/dev/null | grep -o '([^()]*)$' | tr -d '()' | grep '^/' | sort -u | while read -r path; do
     [ -f "$root/$path" ] && mkdir -p "$bare/root$(dirname "$path")" && cp "$root/$path" "$bare/root$path"
 done
+if [ "${NATIVE_GOLDEN_KEEP_ROOT:-0}" = 1 ]; then
+    rm -rf "$out/$name.root"
+    cp -r "$bare/root" "$out/$name.root"
+fi
 HOME="$bare" perf script -i "$data" --symfs "$bare/root" --kallsyms "$kallsyms" -F comm,pid,tid,time,event,ip,sym,dso --no-inline \
     > "$out/$name.script" 2>/dev/null
 

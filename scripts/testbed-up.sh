@@ -9,7 +9,8 @@
 #      plain image, and — at the same time, in the background — the runtime images
 #      (JVM, Node, Python, Go) and the profiler image of sidecars
 #      (scripts/runtime-images.sh),
-#   4. the containers, then waits until each service's program runs.
+#   4. the hostile service's image (demo/hostile, FROM the profiler image: no download),
+#   5. the containers, then waits until each service's program runs.
 # Idempotent: re-running rebuilds what changed and recreates containers whose image changed.
 #
 # Environment: DEVPROF_DEMO_IMAGE (image tag, default devprof-demo-node:latest),
@@ -25,10 +26,10 @@ export DEVPROF_DEMO_IMAGE="${DEVPROF_DEMO_IMAGE:-devprof-demo-node:latest}"
 BASE_IMAGE="${DEVPROF_BASE_IMAGE:-debian:bookworm-slim}"
 PROJECT=devprof-demo
 COMPOSE=(docker-compose -f "$ROOT/compose/demo.yml" -p "$PROJECT")
-SERVICES=(demo-seq demo-rpc demo-jvm demo-js demo-py demo-go)
+SERVICES=(demo-seq demo-rpc demo-blocks demo-jvm demo-js demo-py demo-go demo-hostile)
 # The program each service runs (pgrep -x), for the wait at the end.
-declare -A PROGRAM=([demo-seq]=demo-node [demo-rpc]=demo-node [demo-jvm]=java
-                    [demo-js]=node [demo-py]=python3 [demo-go]=demo-go)
+declare -A PROGRAM=([demo-seq]=demo-node [demo-rpc]=demo-node [demo-blocks]=demo-node [demo-jvm]=java
+                    [demo-js]=node [demo-py]=python3 [demo-go]=demo-go [demo-hostile]=hostile)
 WAIT_SECS="${DEVPROF_TESTBED_WAIT:-60}"
 
 say() { echo "testbed-up: $*"; }
@@ -57,15 +58,18 @@ say "runtime and profiler images (scripts/runtime-images.sh, in the background)"
 "$ROOT/scripts/runtime-images.sh" >"$RUNTIME_LOG" 2>&1 &
 RUNTIME_PID=$!
 
-# 2. devprof (it builds the images) and the demo-node binary (for the plain image).
+# 2. devprof (it builds the images), the demo-node binary (for the plain image) and the
+#    hostile service's binary.
 locked=()
 [ -f Cargo.lock ] && locked=(--locked)
-say "cargo build --release -p devprof -p demo-node ${locked[*]}"
-cargo build --release -p devprof -p demo-node "${locked[@]}"
+say "cargo build --release -p devprof -p demo-node -p demo-hostile ${locked[*]}"
+cargo build --release -p devprof -p demo-node -p demo-hostile "${locked[@]}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 BIN="$TARGET_DIR/release/demo-node"
+HOSTILE_BIN="$TARGET_DIR/release/hostile"
 DEVPROF="$TARGET_DIR/release/devprof"
 [ -x "$BIN" ] || die "$BIN was not built"
+[ -x "$HOSTILE_BIN" ] || die "$HOSTILE_BIN was not built"
 [ -x "$DEVPROF" ] || die "$DEVPROF was not built"
 
 # 3. The demo node image, built from source by devprof itself. Its log goes to a file
@@ -93,18 +97,25 @@ else
   say "image $DEVPROF_DEMO_IMAGE built (${after:7:12})"
 fi
 
+# small_image TAG DOCKERFILE BINARY BUILD-ARG: an image from a context holding only the
+# Dockerfile and one host-built binary.
+small_image() {
+  local tag="$1" dockerfile="$2" binary="$3" arg="$4" ctx
+  ctx="$(mktemp -d /tmp/devprof-image-ctx.XXXXXX)"
+  cp "dockerfiles/$dockerfile" "$ctx/Dockerfile"
+  cp "$binary" "$ctx/"
+  say "docker build -t $tag"
+  if ! docker build --build-arg "$arg" -t "$tag" "$ctx" >"$ctx/build.log" 2>&1; then
+    tail -n 40 "$ctx/build.log" >&2
+    rm -rf "$ctx"
+    die "docker build of $tag failed"
+  fi
+  rm -rf "$ctx"
+}
+
 # The plain demo image (no perf, no tools) that sidecar profiling is tested on.
 PLAIN_IMAGE="${DEVPROF_DEMO_PLAIN_IMAGE:-devprof-demo-plain:latest}"
-PLAIN_CTX="$(mktemp -d /tmp/devprof-plain-ctx.XXXXXX)"
-cp dockerfiles/demo-plain.Dockerfile "$PLAIN_CTX/Dockerfile"
-cp "$BIN" "$PLAIN_CTX/demo-node"
-say "docker build -t $PLAIN_IMAGE"
-if ! docker build --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$PLAIN_IMAGE" "$PLAIN_CTX" >"$PLAIN_CTX/build.log" 2>&1; then
-  tail -n 40 "$PLAIN_CTX/build.log" >&2
-  rm -rf "$PLAIN_CTX"
-  die "docker build of $PLAIN_IMAGE failed"
-fi
-rm -rf "$PLAIN_CTX"
+small_image "$PLAIN_IMAGE" demo-plain.Dockerfile "$BIN" "BASE_IMAGE=$BASE_IMAGE"
 
 # The runtime images and the profiler image sidecars run (perf, procps, binutils, curl,
 # py-spy).
@@ -115,6 +126,12 @@ if ! wait "$RUNTIME_PID"; then
 fi
 sed 's/^/testbed-up:   /' "$RUNTIME_LOG"
 rm -f "$RUNTIME_LOG"
+
+# 4. The hostile service (demo/hostile): the profiler image (perf, procps) with the
+#    hostile binary and a non-root user; nothing is downloaded.
+export DEVPROF_DEMO_HOSTILE_IMAGE="${DEVPROF_DEMO_HOSTILE_IMAGE:-devprof-demo-hostile:latest}"
+small_image "$DEVPROF_DEMO_HOSTILE_IMAGE" demo-hostile.Dockerfile "$HOSTILE_BIN" \
+  "PROFILER_IMAGE=${DEVPROF_PROFILER_IMAGE:-devprof-profiler:latest}"
 
 # The containers bind-mount the host's tracefs; it must be mounted before they start.
 if ! grep -qs ' /sys/kernel/tracing tracefs ' /proc/mounts; then
@@ -129,7 +146,7 @@ if ! grep -qs ' /sys/kernel/tracing tracefs ' /proc/mounts; then
   fi
 fi
 
-# 4. The containers. Compose recreates a container when its image or settings changed.
+# 5. The containers. Compose recreates a container when its image or settings changed.
 say "docker-compose -p $PROJECT up -d"
 "${COMPOSE[@]}" up -d --remove-orphans
 

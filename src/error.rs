@@ -1,9 +1,9 @@
 //! The errors users see. Each variant says what failed, where, and what to do next;
-//! `exit_code` maps it to the codes documented in README.md.
+//! `exit_code` maps it to the codes documented in README.md and docs/exit-codes.md.
 
 use std::fmt;
 
-/// Process exit codes (documented in README.md).
+/// Process exit codes (documented in README.md and docs/exit-codes.md).
 pub mod exit {
     pub const OK: i32 = 0;
     pub const FAILURE: i32 = 1;
@@ -18,8 +18,15 @@ pub mod exit {
     pub const DOCTOR: i32 = 8;
     /// `devprof profile`: some captures of the session failed; the others were written.
     pub const PARTIAL: i32 = 9;
+    /// `devprof diff --fail-if`: a condition held (a regression the gate was told to stop).
+    pub const GATE: i32 = 10;
     pub const INTERRUPTED: i32 = 130;
 }
+
+/// Where the probe looks for perf (`docker::probe::PERF_DIRS`), as messages say it.
+pub const PERF_SEARCH: &str =
+    "perf or perf_X.Y that only root may change (owned by root, writable by root alone) \
+     in /usr/bin, /usr/sbin, /usr/local/bin, /bin, /sbin or /usr/lib/linux-tools*";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -35,6 +42,9 @@ pub enum Error {
 
     #[error("{failed} of {total} captures of the session failed (their rows say why); the others were written")]
     SessionIncomplete { failed: usize, total: usize },
+
+    #[error("--fail-if held: {}", .conditions.join("; "))]
+    GateTripped { conditions: Vec<String> },
 
     #[error("no running container {what}\n  {}", running_hint(.running))]
     NoSessionTargets { what: String, running: Vec<String> },
@@ -58,6 +68,46 @@ pub enum Error {
     },
 
     #[error(
+        "container '{container}' (matched by '{target}') is paused: every process in it is frozen, so nothing \
+         in it can be recorded or run\n  unpause it (`docker unpause {container}`) and capture again"
+    )]
+    TargetPaused { target: String, container: String },
+
+    #[error(
+        "{container} was paused (`docker pause`) at T+{at_secs} s, during the {step}: every process in it is \
+         frozen, and nothing runs in it until it is unpaused\n  \
+         unpause it (`docker unpause {container}`) and capture again"
+    )]
+    PausedDuringCapture {
+        container: String,
+        at_secs: u64,
+        step: String,
+    },
+
+    #[error("{source}\n  the recording is kept: {data} (listed in {manifest}); re-analyse it with `{command}`{hint}")]
+    RecordingKept {
+        source: Box<Error>,
+        data: String,
+        manifest: String,
+        command: String,
+        /// What the command's placeholders stand for.
+        hint: String,
+    },
+
+    #[error(
+        "--allow-sysctl refused for '{container}': nothing was changed. Should {container} stop before the capture \
+         ends, the host's sysctls would be restored by a short-lived helper container from the profiler image {image} \
+         (CAP_SYS_ADMIN, unconfined /proc), and that helper cannot write them here: {reason}\n  \
+         fix: build the profiler image (scripts/testbed-up.sh, or `devprof build tools`), or name one with sh in \
+         --profiler-image / DEVPROF_PROFILER_IMAGE; or run without --allow-sysctl (a sidecar may record without lowering them)"
+    )]
+    SysctlHelperUnavailable {
+        container: String,
+        image: String,
+        reason: String,
+    },
+
+    #[error(
         "'{target}' is a service of several compose projects; name the container instead:\n{}",
         bullet_list(.containers)
     )]
@@ -67,17 +117,21 @@ pub enum Error {
     },
 
     #[error(
-        "{container} stopped during the capture ({}, at T+{} s)\n  \
-         perf stopped with it, so nothing recorded could be kept; check why it stopped \
-         (`docker logs {container}`), start it again and capture again",
+        "{container} stopped during the {step} ({}, at T+{} s)\n  \
+         {}check why it stopped (`docker logs {container}`), start it again and capture again",
         .exit_code.map(|c| format!("exit code {c}")).unwrap_or_else(|| "removed".into()),
-        .at_secs
+        .at_secs,
+        if *.lost { "perf stopped with it, so nothing recorded could be kept; " } else { "" }
     )]
     TargetStopped {
         container: String,
         exit_code: Option<i64>,
         /// Seconds from the start of the window.
         at_secs: u64,
+        /// `capture` (the window), `fold`, `summary`.
+        step: String,
+        /// Nothing recorded reached the host.
+        lost: bool,
     },
 
     #[error("no target given: pass a container name, or set DEVPROF_TARGET in .env")]
@@ -91,9 +145,10 @@ pub enum Error {
     },
 
     #[error(
-        "perf is not installed in container '{container}' (looked for perf and perf_X.Y on PATH and in /usr/bin)\n  \
+        "perf is not installed in container '{container}' (looked for {})\n  \
          fix: build a profiling image that adds it (Debian/Ubuntu: `apt-get install linux-perf` / \
-         `linux-tools-generic`), or use an image made by `devprof build`"
+         `linux-tools-generic`), or use an image made by `devprof build`",
+        PERF_SEARCH
     )]
     PerfMissing { container: String },
 
@@ -125,8 +180,8 @@ pub enum Error {
     },
 
     #[error(
-        "async-profiler is not in container '{container}' (looked for asprof on PATH, in $ASYNC_PROFILER_HOME and \
-         /opt/*async-profiler*/)\n  \
+        "async-profiler is not in container '{container}' where only root may change it (looked for asprof on \
+         PATH and in /opt/*async-profiler*/)\n  \
          fix: download a release for the container's architecture (github.com/async-profiler/async-profiler, \
          releases), unpack it on this host and pass --asprof DIR (or DEVPROF_ASPROF); or record with --engine perf"
     )]
@@ -191,6 +246,17 @@ pub enum Error {
     )]
     HostPerfMissing { path: String, folded: String },
 
+    #[error(
+        "{path} was recorded with {recorded}, which devprof does not unwind itself, and perf is \
+         not installed on this host (it is not on PATH) to do it\n  fold it where perf is: \
+         `{command} | devprof fold -`"
+    )]
+    NeedsPerfScript {
+        path: String,
+        recorded: String,
+        command: String,
+    },
+
     #[error("perf script failed on {path}: {detail}\n  render the .folded file next to it instead; devprof cpu resolves the symbols of container binaries best")]
     HostPerfFailed { path: String, detail: String },
 
@@ -211,7 +277,7 @@ pub enum Error {
     #[error(
         "tracepoints are not available in container '{container}': tracefs is not mounted at /sys/kernel/tracing and the container may not mount it\n  \
          fix: mount it on the host (`sudo mount -t tracefs nodev /sys/kernel/tracing`) and into the container \
-         (compose `volumes: [/sys/kernel/tracing:/sys/kernel/tracing]`, or `docker run -v /sys/kernel/tracing:/sys/kernel/tracing`), \
+         (compose `volumes: [/sys/kernel/tracing:/sys/kernel/tracing:ro]`, or `docker run -v /sys/kernel/tracing:/sys/kernel/tracing:ro`), \
          or grant CAP_SYS_ADMIN so devprof can mount it there"
     )]
     TracefsUnavailable { container: String },
@@ -253,11 +319,15 @@ pub enum Error {
     HeapDumpInvalid { path: String, detail: String },
 
     #[error(
-        "container '{container}' has no perf that may record, and the profiler image {image} for a sidecar is missing\n  \
-         fix: build it (`devprof build` of the tools layer over a Debian base, tagged {image}; scripts/testbed-up.sh does this), \
-         set DEVPROF_PROFILER_IMAGE to one that has perf, or install perf in the container"
+        "container '{container}' has no perf that may record, and the profiler image {image} for a sidecar is missing on this endpoint\n  \
+         fix: {fix}; or install perf in the container"
     )]
-    ProfilerImageMissing { container: String, image: String },
+    ProfilerImageMissing {
+        container: String,
+        image: String,
+        /// How the image reaches this endpoint (Docker builds it; Podman loads it).
+        fix: String,
+    },
 
     #[error(
         "building {image} failed{}\n  {message}{}",
@@ -325,10 +395,13 @@ impl Error {
         match self {
             Error::DaemonUnreachable { .. } => exit::DAEMON,
             Error::SessionIncomplete { .. } => exit::PARTIAL,
+            Error::GateTripped { .. } => exit::GATE,
             Error::NoSessionTargets { .. } => exit::TARGET,
             Error::TargetNotFound { .. }
             | Error::TargetNotRunning { .. }
             | Error::TargetStopped { .. }
+            | Error::TargetPaused { .. }
+            | Error::PausedDuringCapture { .. }
             | Error::AmbiguousTarget { .. }
             | Error::NoTarget
             | Error::ProcessNotFound { .. } => exit::TARGET,
@@ -341,7 +414,9 @@ impl Error {
             | Error::PprofMissing { .. } => exit::PROFILER,
             Error::PprofInvalid { .. } => exit::FAILURE,
             Error::NoSamples { .. } => exit::NO_DATA,
-            Error::UnknownEvent { .. } => exit::USAGE,
+            Error::RecordingKept { source, .. } => source.exit_code(),
+            Error::SysctlHelperUnavailable { .. } => exit::PROFILER,
+            Error::UnknownEvent { .. } | Error::NeedsPerfScript { .. } => exit::USAGE,
             Error::NoEvents { .. }
             | Error::TracefsUnavailable { .. }
             | Error::ProfilerImageMissing { .. } => exit::PROFILER,
@@ -363,6 +438,14 @@ impl Error {
         }
     }
 
+    /// What went wrong, past the note that the recording was kept.
+    pub fn cause(&self) -> &Error {
+        match self {
+            Error::RecordingKept { source, .. } => source.cause(),
+            other => other,
+        }
+    }
+
     pub fn io(context: impl fmt::Display, source: std::io::Error) -> Self {
         Error::Io {
             context: context.to_string(),
@@ -372,6 +455,17 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The profiler image sidecars start from unless told otherwise.
+pub const DEFAULT_PROFILER_IMAGE: &str = "devprof-profiler:latest";
+
+/// How to get a missing profiler image: what `doctor` and the capture commands both say.
+pub fn profiler_image_fix(image: &str) -> String {
+    format!(
+        "build the profiler image: `devprof build tools debian:bookworm-slim -t {image}` (perf, procps and \
+         binutils over Debian), or name another that has perf with --profiler-image or DEVPROF_PROFILER_IMAGE"
+    )
+}
 
 fn running_hint(running: &[String]) -> String {
     if running.is_empty() {

@@ -6,8 +6,8 @@
 //! how each profiler starts, stops and reads its output) and `docker` (the only module that
 //! talks to the engine) -> `symbols` (demangling, the symbolizer, ELF facts) -> `profile`
 //! (pure analysis: folded stacks, filters, top/diff, off-CPU and heap parsing) -> `render`
-//! -> `store` (paths, manifests, catalog, retention). `setup` holds build, compose and
-//! doctor; `runtime` says what runs in a process; `ui`, `units`, `text` and `signals` are
+//! -> `store` (paths, manifests, catalog, retention); `view` serves the store to a
+//! browser. `setup` holds build, compose and doctor; `runtime` says what runs in a process; `ui`, `units`, `text` and `signals` are
 //! shared helpers.
 
 pub mod capture;
@@ -17,22 +17,24 @@ pub mod docker;
 pub mod engines;
 pub mod error;
 pub mod export;
-pub mod profile;
+pub use devprof_profile as profile;
 pub mod render;
 pub mod runtime;
 pub mod settings;
 pub mod setup;
 pub mod signals;
 pub mod store;
-pub mod symbols;
-pub mod text;
+pub use devprof_base::text;
+pub use devprof_symbols as symbols;
 pub mod ui;
-pub mod units;
+pub use devprof_base::units;
+pub mod view;
 
 pub use error::{exit, Error};
 
 /// Runs one parsed command line. Errors carry their exit code.
 pub async fn run(cli: cli::Cli) -> Result<(), Error> {
+    ui::set_verbosity(cli.quiet, cli.verbose);
     match cli.command {
         cli::Command::Cpu(args) => {
             let mut interrupts = signals::Interrupts::install()
@@ -74,5 +76,10 @@ pub async fn run(cli: cli::Cli) -> Result<(), Error> {
         cli::Command::Build(args) => commands::build::run(args).await,
         cli::Command::Compose(args) => commands::compose::run(args).await,
         cli::Command::Doctor(args) => commands::doctor::run(args).await,
+        cli::Command::View(args) => {
+            let mut interrupts = signals::Interrupts::install()
+                .map_err(|e| Error::io("install signal handlers", e))?;
+            commands::view::run(args, cli.output_dir, &mut interrupts).await
+        }
     }
 }

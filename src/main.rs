@@ -2,8 +2,6 @@ use devprof::cli::{Cli, Invocation};
 use devprof::exit;
 
 fn main() {
-    // .env fills in what neither flags nor the environment set (dotenvy never overrides).
-    let _ = dotenvy::dotenv();
     let invocation = Cli::invocation();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

@@ -1,12 +1,15 @@
-//! Ctrl-C and SIGTERM as a counter the capture loop can wait on: the first one ends the
-//! capture window early, a second one asks for a fast stop (abort, with clean-up), and the
-//! third exits at once with 130, whatever devprof is waiting on.
+//! Ctrl-C, SIGTERM and SIGHUP as a counter the capture loop can wait on: the first one
+//! ends the capture window early, a second one asks for a fast stop (abort, with clean-up),
+//! and the third exits at once with 130, whatever devprof is waiting on. A closed terminal
+//! (SIGHUP) is an interrupt like the others, so its capture still restores sysctls and
+//! removes its sidecar and workdir; what devprof prints from then on goes nowhere.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
-/// Every SIGINT and SIGTERM delivered to the process, counted in the signal handler.
+/// Every SIGINT, SIGTERM and SIGHUP delivered to the process, counted in the signal
+/// handler.
 static DELIVERED: AtomicU32 = AtomicU32::new(0);
 
 /// The interrupt that ends devprof at once, without waiting for clean-up.
@@ -24,15 +27,49 @@ pub fn set_exit_note(note: Option<String>) {
     }
 }
 
+/// Which of standard output (bit 0) and error (bit 1) were a terminal at `install`: a
+/// terminal that hung up no longer answers `isatty`.
+static ON_TERMINAL: AtomicU32 = AtomicU32::new(0);
+
+/// After SIGHUP: standard output and error that were a terminal (now closed) point at
+/// /dev/null, so that what the clean-up prints cannot fail (`eprintln!` panics on a write
+/// error, which would skip the clean-up). Output to a file or pipe stays where it is.
+/// Called in the signal handler: only async-signal-safe calls.
+fn leave_closed_terminal() {
+    let on_terminal = ON_TERMINAL.load(Ordering::SeqCst);
+    if on_terminal == 0 {
+        return;
+    }
+    // SAFETY: open, dup2 and close on file descriptors this process owns.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if null < 0 {
+            return;
+        }
+        for (bit, fd) in [(1, libc::STDOUT_FILENO), (2, libc::STDERR_FILENO)] {
+            if on_terminal & bit != 0 {
+                libc::dup2(null, fd);
+            }
+        }
+        libc::close(null);
+    }
+}
+
 pub struct Interrupts {
     rx: watch::Receiver<u32>,
     seen: u32,
 }
 
 impl Interrupts {
-    /// Takes over SIGINT and SIGTERM for the rest of the process's life.
+    /// Takes over SIGINT, SIGTERM and SIGHUP for the rest of the process's life.
     pub fn install() -> std::io::Result<Self> {
         let (tx, rx) = watch::channel(0u32);
+        // SAFETY: isatty only asks about descriptors this process owns.
+        let on_terminal = unsafe {
+            u32::from(libc::isatty(libc::STDOUT_FILENO) == 1)
+                | (u32::from(libc::isatty(libc::STDERR_FILENO) == 1) << 1)
+        };
+        ON_TERMINAL.store(on_terminal, Ordering::SeqCst);
         // tokio's streams coalesce signals that arrive before their task runs, so three
         // quick Ctrl-Cs could count as one; the handler itself counts every delivery and
         // the streams only wake the task that publishes the count.
@@ -44,13 +81,22 @@ impl Interrupts {
                 })
             }?;
         }
+        // SAFETY: open, dup2 and close are async-signal-safe, and so is the atomic.
+        unsafe {
+            signal_hook_registry::register(libc::SIGHUP, || {
+                leave_closed_terminal();
+                DELIVERED.fetch_add(1, Ordering::SeqCst);
+            })
+        }?;
         let mut int = signal(SignalKind::interrupt())?;
         let mut term = signal(SignalKind::terminate())?;
+        let mut hup = signal(SignalKind::hangup())?;
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
+                    _ = hup.recv() => {}
                 }
                 let delivered = DELIVERED.load(Ordering::SeqCst).max(*tx.borrow() + 1);
                 tx.send_modify(|n| *n = delivered);

@@ -51,10 +51,11 @@ fn module_edges() -> BTreeMap<String, BTreeMap<String, String>> {
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
                 // `crate::exit` is error.rs's codes, re-exported at the crate root.
-                let to = if to == "exit" {
-                    "error".to_string()
-                } else {
-                    to
+                // `crate::out!`/`crate::outln!` are ui/output.rs's writers, exported at the root.
+                let to = match to.as_str() {
+                    "exit" => "error".to_string(),
+                    "out" | "outln" => "ui".to_string(),
+                    _ => to,
                 };
                 if !to.is_empty() && to != from {
                     edges
@@ -87,10 +88,22 @@ fn src_top_level_holds_at_most_eight_files() {
     );
 }
 
+/// The pure crates beside the binary's: text and units, symbols, profiles.
+const PURE_CRATES: [&str; 3] = ["base", "symbols", "profile"];
+
+fn crate_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates")
+        .join(name)
+}
+
 #[test]
 fn no_source_file_is_over_800_lines() {
     let mut files = Vec::new();
     rust_files(&src(), &mut files);
+    for name in PURE_CRATES {
+        rust_files(&crate_dir(name).join("src"), &mut files);
+    }
     let long: Vec<String> = files
         .iter()
         .filter_map(|f| {
@@ -151,5 +164,239 @@ fn the_engine_is_the_only_way_captures_reach_profilers() {
             "engines/ uses {upward}/ at {}",
             edges["engines"][upward]
         );
+    }
+}
+
+/// The layers ARCHITECTURE.md draws, lowest first: a top-level module may import only
+/// modules on a lower line.
+const LAYERS: &[&[&str]] = &[
+    // The pure crates (crates/base, crates/symbols, crates/profile), re-exported by lib.rs.
+    &["text", "units"],
+    &["symbols"],
+    &["profile"],
+    // The binary's own folders.
+    &["error", "cli"],
+    &["docker"],
+    &["runtime", "signals"],
+    &["store", "export"],
+    &["render", "ui"],
+    &["settings"],
+    &["engines"],
+    &["capture", "setup", "view"],
+    &["commands"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+#[test]
+fn every_top_level_module_imports_only_lower_layers() {
+    let mut wrong = Vec::new();
+    for (from, targets) in module_edges() {
+        let Some(from_layer) = layer_of(&from) else {
+            wrong.push(format!(
+                "{from} is in no layer of LAYERS (and ARCHITECTURE.md)"
+            ));
+            continue;
+        };
+        for (to, at) in targets {
+            match layer_of(&to) {
+                Some(to_layer) if to_layer < from_layer => {}
+                Some(_) => wrong.push(format!("{from} -> {to} at {at} runs sideways or up")),
+                None => wrong.push(format!("{to} is in no layer (used by {from} at {at})")),
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "layering broken: {wrong:#?}");
+}
+
+#[test]
+fn the_layering_check_catches_an_upward_import() {
+    // The check above is only as good as its reading of the edges: an engine that reached
+    // up into capture must be seen.
+    assert!(layer_of("engines") < layer_of("capture"));
+    assert!(module_edges()
+        .get("capture")
+        .is_some_and(|m| m.contains_key("engines")));
+}
+
+#[test]
+fn every_file_under_src_is_named_in_architecture_md() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .unwrap();
+    let mut files = Vec::new();
+    all_files(&src(), &mut files);
+    let mut names: Vec<String> = files
+        .iter()
+        .map(|f| f.strip_prefix(src()).unwrap().display().to_string())
+        .collect();
+    // The pure crates' files go by the module path the binary re-exports them under:
+    // crates/profile/src/heap/parse.rs is `profile/heap/parse.rs`, its lib.rs `profile/mod.rs`,
+    // and crates/base/src/text.rs is `text.rs`.
+    for name in PURE_CRATES {
+        let root = crate_dir(name).join("src");
+        let mut files = Vec::new();
+        all_files(&root, &mut files);
+        for f in files {
+            let rel = f.strip_prefix(&root).unwrap().display().to_string();
+            let rel = if rel == "lib.rs" {
+                "mod.rs".to_string()
+            } else {
+                rel
+            };
+            names.push(match name {
+                "base" => rel,
+                _ => format!("{name}/{rel}"),
+            });
+        }
+    }
+    let missing: Vec<String> = names
+        .into_iter()
+        .filter(|rel| rel != "mod.rs" && !doc.contains(&format!("`{rel}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "source files that ARCHITECTURE.md does not name: {missing:?}"
+    );
+}
+
+fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            all_files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// `use super::X` / `super::X::` between sibling files of one folder, as `file -> sibling`;
+/// at a crate's root, `crate::X` too.
+fn sibling_edges(dir: &Path, crate_root: bool) -> BTreeMap<String, BTreeSet<String>> {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return edges;
+    };
+    let files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    let names: BTreeSet<String> = files
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for file in &files {
+        let from = file.file_stem().unwrap().to_string_lossy().into_owned();
+        if from == "mod" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        // Tests may reach anywhere; only the code's own imports count.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for line in code.lines() {
+            let line = line.split("//").next().unwrap_or("");
+            let prefixes: &[&str] = if crate_root {
+                &["super::", "crate::"]
+            } else {
+                &["super::"]
+            };
+            for (i, prefix) in prefixes.iter().flat_map(|p| line.match_indices(*p)) {
+                let to: String = line[i + prefix.len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if to != from && to != "mod" && names.contains(&to) {
+                    edges.entry(from.clone()).or_default().insert(to);
+                }
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn files_inside_a_folder_form_no_import_circle() {
+    let roots: Vec<PathBuf> = PURE_CRATES
+        .iter()
+        .map(|name| crate_dir(name).join("src"))
+        .collect();
+    let mut dirs = vec![src()];
+    dirs.extend(roots.iter().cloned());
+    let mut circles = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            if entry.path().is_dir() {
+                dirs.push(entry.path());
+            }
+        }
+        let edges = sibling_edges(&dir, roots.contains(&dir));
+        for (a, targets) in &edges {
+            for b in targets {
+                // A circle through two or three files is what creeps in.
+                if edges.get(b).is_some_and(|t| t.contains(a)) {
+                    circles.push(format!("{}: {a} <-> {b}", dir.display()));
+                }
+                for c in edges.get(b).into_iter().flatten() {
+                    if edges.get(c).is_some_and(|t| t.contains(a)) && c != a {
+                        circles.push(format!("{}: {a} -> {b} -> {c} -> {a}", dir.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles between files: {circles:#?}"
+    );
+}
+
+#[test]
+fn the_pure_crates_depend_on_no_runtime_docker_or_network() {
+    // The compiler keeps profile/ and symbols/ pure as long as their manifests do: no async
+    // runtime, no Docker client, no HTTP, and none of the binary's own crate.
+    let forbidden = [
+        "tokio",
+        "bollard",
+        "hyper",
+        "hyper-util",
+        "futures-util",
+        "devprof",
+    ];
+    for name in PURE_CRATES {
+        let manifest = std::fs::read_to_string(crate_dir(name).join("Cargo.toml")).unwrap();
+        let table: toml::Table = manifest.parse().unwrap();
+        for section in ["dependencies", "dev-dependencies"] {
+            let Some(deps) = table.get(section).and_then(|d| d.as_table()) else {
+                continue;
+            };
+            for dep in deps.keys() {
+                assert!(
+                    !forbidden.contains(&dep.as_str()),
+                    "crates/{name} depends on {dep} ({section})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_pure_crates_reach_nothing_of_the_binary() {
+    // A `crate::capture` (say) inside crates/ would not compile, but a `#[path]` or an
+    // include of the binary's sources would: no crate file names src/ of the binary.
+    for name in PURE_CRATES {
+        let mut files = Vec::new();
+        rust_files(&crate_dir(name).join("src"), &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            assert!(
+                !text.contains("../../src/"),
+                "{} reaches into the binary's sources",
+                file.display()
+            );
+        }
     }
 }

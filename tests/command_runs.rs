@@ -105,6 +105,7 @@ fn nothing_left(container: &str, worker: &Worker, manifest: &serde_json::Value) 
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn cpu_command_run_records_the_command_from_start_to_end() {
     if !devnet_ready("cpu_command_run_records_the_command_from_start_to_end") {
         return;
@@ -171,6 +172,7 @@ fn cpu_command_run_records_the_command_from_start_to_end() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn cpu_command_run_reports_a_failing_command_and_keeps_the_profile() {
     if !devnet_ready("cpu_command_run_reports_a_failing_command_and_keeps_the_profile") {
         return;
@@ -191,6 +193,7 @@ fn cpu_command_run_reports_a_failing_command_and_keeps_the_profile() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn cpu_command_run_ctrl_c_stops_the_command_and_keeps_the_recording() {
     if !devnet_ready("cpu_command_run_ctrl_c_stops_the_command_and_keeps_the_recording") {
         return;
@@ -224,6 +227,7 @@ fn cpu_command_run_ctrl_c_stops_the_command_and_keeps_the_recording() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn cpu_command_run_bad_input_fails_clearly_and_writes_nothing() {
     if !devnet_ready("cpu_command_run_bad_input_fails_clearly_and_writes_nothing") {
         return;
@@ -313,6 +317,7 @@ fn mean(v: &[f64]) -> f64 {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn diff_of_two_stat_captures_weighs_each_change_against_the_noise() {
     if !devnet_ready("diff_of_two_stat_captures_weighs_each_change_against_the_noise") {
         return;
@@ -423,6 +428,7 @@ fn diff_of_two_stat_captures_weighs_each_change_against_the_noise() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn command_runs_take_the_target_process_user_directory_and_environment() {
     // demo-py's process runs as a non-root user: the command must too.
     if !demo_container_ready(

@@ -45,6 +45,7 @@ fn strings(v: &Value) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn override_for_the_demo_devnet_is_accepted_by_docker_compose_config() {
     if !devnet_ready("override_for_the_demo_devnet_is_accepted_by_docker_compose_config") {
         return;
@@ -61,13 +62,15 @@ fn override_for_the_demo_devnet_is_accepted_by_docker_compose_config() {
         .arg(&out)
         .assert()
         .success()
-        .stdout(predicate::str::contains("for demo-seq, demo-rpc:"))
+        .stdout(predicate::str::contains(
+            "for demo-seq, demo-rpc, demo-blocks:",
+        ))
         .stdout(predicate::str::contains(format!(
             "cap_add {}, SYS_PTRACE",
             expected_monitor_cap()
         )))
         .stdout(predicate::str::contains(format!(
-            "docker-compose -f compose/demo.yml -f {} up -d demo-seq demo-rpc",
+            "docker-compose -f compose/demo.yml -f {} up -d demo-seq demo-rpc demo-blocks",
             out.display()
         )));
     assert_eq!(
@@ -132,6 +135,7 @@ fn override_for_the_demo_devnet_is_accepted_by_docker_compose_config() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn example_with_interpolation_is_profiled_through_its_override() {
     if !devnet_ready("example_with_interpolation_is_profiled_through_its_override") {
         return;
@@ -253,4 +257,36 @@ fn example_with_interpolation_is_profiled_through_its_override() {
         .assert()
         .success()
         .stdout(predicate::str::contains("nothing blocks profiling"));
+
+    // Regression: the override mounted the host's tracefs read-write. Read-only, perf
+    // still records tracepoints through it.
+    let tracefs = docker_ok(&[
+        "inspect",
+        "-f",
+        "{{range .Mounts}}{{if eq .Destination \"/sys/kernel/tracing\"}}{{.RW}}{{end}}{{end}}",
+        &name,
+    ]);
+    assert_eq!(tracefs, "false", "tracefs mounted read-write");
+    devprof(cwd)
+        .args([
+            "offcpu",
+            &name,
+            "3",
+            "--mode",
+            "exec",
+            "--config",
+            "contextswitches",
+            "--fast",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("mounted tracefs").not());
+    let manifest = read_manifest(&only_capture(cwd, &name, "offcpu-"));
+    assert!(
+        manifest["offcpu"]["counts"]["sched:sched_switch"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{manifest}"
+    );
 }

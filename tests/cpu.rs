@@ -8,6 +8,7 @@ use predicates::prelude::*;
 use std::time::{Duration, Instant};
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn cpu_capture_of_demo_seq_writes_every_artifact_with_symbols() {
     if !devnet_ready("cpu_capture_of_demo_seq_writes_every_artifact_with_symbols") {
         return;
@@ -81,6 +82,7 @@ fn cpu_capture_of_demo_seq_writes_every_artifact_with_symbols() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn resolves_target_by_compose_service_name_and_by_id_prefix() {
     if !devnet_ready("resolves_target_by_compose_service_name_and_by_id_prefix") {
         return;
@@ -109,6 +111,7 @@ fn resolves_target_by_compose_service_name_and_by_id_prefix() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn service_name_shared_by_two_compose_projects_is_ambiguous() {
     if !devnet_ready("service_name_shared_by_two_compose_projects_is_ambiguous") {
         return;
@@ -151,6 +154,7 @@ fn service_name_shared_by_two_compose_projects_is_ambiguous() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn unknown_container_fails_listing_running_ones_and_writes_nothing() {
     if !devnet_ready("unknown_container_fails_listing_running_ones_and_writes_nothing") {
         return;
@@ -172,6 +176,7 @@ fn unknown_container_fails_listing_running_ones_and_writes_nothing() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn stopped_container_fails_with_its_state_and_writes_nothing() {
     if !devnet_ready("stopped_container_fails_with_its_state_and_writes_nothing") {
         return;
@@ -190,6 +195,7 @@ fn stopped_container_fails_with_its_state_and_writes_nothing() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn running_container_without_perf_fails_in_exec_mode_with_the_fix_and_writes_nothing() {
     if !devnet_ready(
         "running_container_without_perf_fails_in_exec_mode_with_the_fix_and_writes_nothing",
@@ -211,6 +217,7 @@ fn running_container_without_perf_fails_in_exec_mode_with_the_fix_and_writes_not
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn sigint_mid_capture_keeps_what_was_recorded_and_leaves_no_perf_behind() {
     if !devnet_ready("sigint_mid_capture_keeps_what_was_recorded_and_leaves_no_perf_behind") {
         return;
@@ -306,6 +313,7 @@ fn missing_target_and_bad_duration_are_usage_errors() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn target_comes_from_dotenv_when_not_given() {
     if !devnet_ready("target_comes_from_dotenv_when_not_given") {
         return;
@@ -320,10 +328,59 @@ fn target_comes_from_dotenv_when_not_given() {
     only_capture(cwd.path(), DEMO_SEQ, "perf-");
 }
 
+/// Regression: `.env` was loaded whole into the environment, so a cloned repository's
+/// `.env` could choose the Docker engine, grant privileges or preload a library into ssh.
+/// Only DEVPROF_* settings are taken from it now, never DEVPROF_ALLOW_*.
+#[test]
+#[ignore = "needs the Docker engine"]
+fn dotenv_cannot_choose_the_engine_or_grant_privileges() {
+    if !devnet_ready("dotenv_cannot_choose_the_engine_or_grant_privileges") {
+        return;
+    }
+    let cwd = workdir();
+    let missing = unique("devprof-test-dotenv-no-such");
+    std::fs::write(
+        cwd.path().join(".env"),
+        format!(
+            "DOCKER_HOST=unix:///nonexistent/devprof-dotenv.sock
+             DEVPROF_ALLOW_PRIVILEGED=1
+             DEVPROF_ALLOW_SYSCTL=not-a-boolean
+             LD_PRELOAD=/nonexistent/devprof-dotenv.so
+             DEVPROF_TARGET={missing}
+"
+        ),
+    )
+    .unwrap();
+    // The engine is reached (DOCKER_HOST from .env is not taken), the target comes from
+    // .env, and DEVPROF_ALLOW_SYSCTL is never read (its value would be a usage error).
+    devprof(cwd.path())
+        .env_remove("DOCKER_HOST")
+        .env_remove("DEVPROF_ALLOW_PRIVILEGED")
+        .env_remove("DEVPROF_ALLOW_SYSCTL")
+        .args(["cpu"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains(format!("no container matches '{missing}'")))
+        .stderr(predicate::str::contains(
+            "note: .env sets DOCKER_HOST, DEVPROF_ALLOW_PRIVILEGED, DEVPROF_ALLOW_SYSCTL, LD_PRELOAD: ignored",
+        ))
+        .stderr(predicate::str::contains("nonexistent").not());
+    // The environment still grants what .env may not.
+    devprof(cwd.path())
+        .env_remove("DOCKER_HOST")
+        .env("DEVPROF_ALLOW_SYSCTL", "not-a-boolean")
+        .args(["cpu"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not-a-boolean"));
+    assert!(files_under(cwd.path()).iter().all(|f| f.ends_with(".env")));
+}
+
 /// Regression: every native fold had the container's kernel write out /proc/kallsyms and
 /// send it through the engine (about 0.3 s of a 0.5 s fold). The first capture keeps the
 /// kernel's symbols in the store for the boot; the next one names kernel frames from them.
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_second_native_capture_names_kernel_frames_from_the_copy_kept_for_the_boot() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     if !devnet_ready("a_second_native_capture_names_kernel_frames_from_the_copy_kept_for_the_boot")

@@ -10,6 +10,7 @@ use predicates::prelude::*;
 use std::time::{Duration, Instant};
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn doctor_passes_every_check_on_demo_seq() {
     if !devnet_ready("doctor_passes_every_check_on_demo_seq") {
         return;
@@ -77,6 +78,7 @@ fn doctor_passes_every_check_on_demo_seq() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn doctor_reports_each_problem_of_a_bad_container_with_its_fix() {
     if !devnet_ready("doctor_reports_each_problem_of_a_bad_container_with_its_fix") {
         return;
@@ -193,6 +195,38 @@ fn doctor_reports_each_problem_of_a_bad_container_with_its_fix() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
+fn doctor_on_a_node_container_with_a_stripped_node_does_not_block() {
+    // demo-js: Debian's node (stripped /usr/bin/node) with --perf-basic-prof. V8's perf
+    // map names the JavaScript frames, so the stripped launcher is a warning, not a block.
+    if !demo_container_ready("doctor_on_a_node_container", "demo-js") {
+        return;
+    }
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .args(["doctor", "demo-js"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let symbols = text
+        .lines()
+        .find(|l| l.contains("is stripped"))
+        .unwrap_or_else(|| panic!("no symbols line: {text}"));
+    assert!(symbols.trim_start().starts_with('!'), "{symbols}\n{text}");
+    assert!(
+        symbols.contains("stripped") && symbols.contains("perf map"),
+        "{symbols}"
+    );
+}
+
+#[test]
+#[ignore = "needs the demo devnet"]
 fn doctor_on_an_unknown_target_says_so_and_exits_4() {
     if !devnet_ready("doctor_on_an_unknown_target_says_so_and_exits_4") {
         return;
@@ -209,6 +243,7 @@ fn doctor_on_an_unknown_target_says_so_and_exits_4() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn doctor_judges_an_unprivileged_container_ready_through_the_sidecar() {
     if !devnet_ready("doctor_judges_an_unprivileged_container_ready_through_the_sidecar") {
         return;

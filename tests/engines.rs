@@ -249,6 +249,7 @@ fn tls_engine(test: &str) -> Option<(std::sync::MutexGuard<'static, ()>, Pki, u1
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_tls_engine_with_docker_tls_verify_works_end_to_end_and_a_wrong_ca_is_refused() {
     let Some((_serial, pki, port)) = tls_engine(
         "a_tls_engine_with_docker_tls_verify_works_end_to_end_and_a_wrong_ca_is_refused",
@@ -289,6 +290,7 @@ fn a_tls_engine_with_docker_tls_verify_works_end_to_end_and_a_wrong_ca_is_refuse
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_docker_context_with_tls_material_reaches_the_engine() {
     let Some((_serial, pki, port)) =
         tls_engine("a_docker_context_with_tls_material_reaches_the_engine")
@@ -429,6 +431,7 @@ fn ssh_engine() -> SshEngine {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn an_ssh_engine_works_end_to_end_through_docker_system_dial_stdio() {
     let _serial = one_at_a_time();
     let test = "an_ssh_engine_works_end_to_end_through_docker_system_dial_stdio";
@@ -573,11 +576,13 @@ fn completes_targets_in(shell: &str) {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn bash_completes_a_target_to_the_running_container() {
     completes_targets_in("bash");
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn fish_completes_a_target_to_the_running_container() {
     completes_targets_in("fish");
 }

@@ -10,6 +10,7 @@ mod timelines;
 use timelines::*;
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_real_cpu_capture_exports_to_pprof_speedscope_firefox_and_collapsed() {
     if !devnet_ready("a_real_cpu_capture_exports_to_pprof_speedscope_firefox_and_collapsed") {
         return;
@@ -95,6 +96,7 @@ fn a_real_cpu_capture_exports_to_pprof_speedscope_firefox_and_collapsed() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_heap_capture_exports_with_bytes_as_the_unit() {
     if !devnet_ready("a_heap_capture_exports_with_bytes_as_the_unit") {
         return;

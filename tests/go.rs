@@ -119,16 +119,19 @@ fn cpu_names_go(test: &str, mode: &str) {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn cpu_names_a_stripped_go_binary_from_its_pclntab() {
     cpu_names_go("cpu_names_a_stripped_go_binary_from_its_pclntab", "exec");
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn cpu_names_a_stripped_go_binary_from_a_sidecar() {
     cpu_names_go("cpu_names_a_stripped_go_binary_from_a_sidecar", "sidecar");
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn heap_of_a_go_target_comes_from_its_pprof_endpoint() {
     if !demo_container_ready("heap_of_a_go_target_comes_from_its_pprof_endpoint", DEMO_GO) {
         return;
@@ -186,6 +189,7 @@ fn heap_of_a_go_target_comes_from_its_pprof_endpoint() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn cpu_engine_pprof_names_the_hot_go_function() {
     if !demo_container_ready("cpu_engine_pprof_names_the_hot_go_function", DEMO_GO) {
         return;
@@ -231,6 +235,7 @@ fn demo_go_copy(prefix: &str, args: &[&str]) -> (String, ContainerGuard) {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_go_target_without_a_pprof_endpoint_is_told_how_to_enable_it() {
     let test = "a_go_target_without_a_pprof_endpoint_is_told_how_to_enable_it";
     if !demo_container_ready(test, DEMO_GO) {
@@ -381,11 +386,13 @@ fn offcpu_names_go(test: &str, mode: &str) {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn offcpu_names_a_stripped_go_binary_from_its_pclntab() {
     offcpu_names_go("offcpu_names_a_stripped_go_binary_from_its_pclntab", "exec");
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn offcpu_names_a_stripped_go_binary_from_a_sidecar() {
     offcpu_names_go(
         "offcpu_names_a_stripped_go_binary_from_a_sidecar",
@@ -396,6 +403,7 @@ fn offcpu_names_a_stripped_go_binary_from_a_sidecar() {
 /// Go was told by grep in the container: without grep a Go target was taken as native
 /// and its frames left unnamed. A container of demo-go's image with grep removed.
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_go_target_whose_container_has_no_grep_is_not_taken_as_native() {
     let test = "a_go_target_whose_container_has_no_grep_is_not_taken_as_native";
     if !demo_container_ready(test, DEMO_GO) {
@@ -447,6 +455,7 @@ fn a_go_target_whose_container_has_no_grep_is_not_taken_as_native() {
 /// The doctor takes demo-go for what it is: Go, whose stripped binary is named from
 /// .gopclntab; nothing blocks profiling it, and no Rust remedy is offered.
 #[test]
+#[ignore = "needs the demo devnet"]
 fn doctor_of_a_stripped_go_target_blocks_nothing() {
     if !demo_container_ready("doctor_of_a_stripped_go_target_blocks_nothing", DEMO_GO) {
         return;
@@ -477,6 +486,7 @@ fn doctor_of_a_stripped_go_target_blocks_nothing() {
 /// (`main.hashChain (main.go:84)`) from .gopclntab, and main.mix, which the compiler
 /// inlines into main.hashChain, is a frame of its own under it, marked inlined.
 #[test]
+#[ignore = "needs the demo devnet"]
 fn cpu_inline_gives_stripped_go_frames_places_and_inlined_calls() {
     let test = "cpu_inline_gives_stripped_go_frames_places_and_inlined_calls";
     if !demo_container_ready(test, DEMO_GO) {

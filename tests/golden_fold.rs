@@ -4,7 +4,8 @@
 //! - perf-script-demo-seq.stackcollapse perf's own `perf script report stackcollapse` of the
 //!   same perf.data, an independent reference for the per-function counts.
 
-use devprof::profile::folded::{fold_perf_script, Folded};
+use devprof::profile::folded::Folded;
+use devprof::profile::perfscript::fold_perf_script;
 use std::collections::BTreeMap;
 use std::io::BufReader;
 

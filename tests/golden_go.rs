@@ -64,7 +64,7 @@ fn folded_with(resolver: &GoResolver, text: &str) -> Vec<String> {
     let options = FoldOptions {
         threads: 1,
         resolver: Some(resolver as &dyn FrameResolver),
-        sink: None,
+        ..FoldOptions::default()
     };
     let folded = fold(text.as_bytes(), options).unwrap().folded;
     folded.stacks.into_iter().map(|(stack, _)| stack).collect()

@@ -4,9 +4,14 @@
 //! the symbol tables of the files its stacks point into and NAME.kallsyms the kernel
 //! symbols they need (made by scripts/native-golden-data.sh). The native path must count
 //! the same samples and give at least 98% of them the very stack perf's output folds to.
+//! host-dwarf-loop is a DWARF capture (scripts/native-dwarf-golden-data.sh): the native path
+//! unwinds its user stacks with the recorded binary (kept under NAME.root, where the
+//! capture found it) and must agree with perf script the same way; without the binaries
+//! it refuses the file rather than read it in part.
 
-use devprof::profile::folded::{fold_perf_script, Folded};
+use devprof::profile::folded::Folded;
 use devprof::profile::perfdata::stacks::{self, Symbols};
+use devprof::profile::perfscript::fold_perf_script;
 use devprof::symbols::kallsyms::Kallsyms;
 use devprof::symbols::module::ModuleSymbols;
 use std::collections::BTreeMap;
@@ -58,7 +63,11 @@ fn counts(folded: &Folded) -> BTreeMap<String, u64> {
 /// stacks that differ when it fails.
 fn agrees_with_perf_script(name: &str) {
     let raw = stacks::read(&data(&format!("{name}.data")), false).unwrap();
-    let native = stacks::fold(&raw, &symbols(name), false, None);
+    agrees(name, &raw);
+}
+
+fn agrees(name: &str, raw: &stacks::RawProfile) {
+    let native = stacks::fold(raw, &symbols(name), false, None);
     let script = std::fs::File::open(data(&format!("{name}.script"))).unwrap();
     let reference = fold_perf_script(std::io::BufReader::new(script)).unwrap();
 
@@ -104,4 +113,43 @@ fn native_fold_of_the_demo_node_matches_perf_script() {
     // The demo node's six workloads (Rust, frame pointers, jemalloc, file I/O), recorded
     // the way devprof records (-z, -g, 999 Hz, one process).
     agrees_with_perf_script("host-demo-node");
+}
+
+/// A DWARF capture of a program without frame pointers (its user stacks exist only as
+/// stack copies): unwound natively with the binary's .eh_frame, user-only and kernel
+/// samples (the kernel frames from the callchain, the user frames unwound beneath them).
+#[test]
+fn native_fold_of_a_dwarf_capture_matches_perf_script() {
+    let root = data("host-dwarf-loop.root");
+    let open = |path: &str| stacks::Image::map(&root.join(path.trim_start_matches('/'))).ok();
+    let raw = stacks::read_unwound(&data("host-dwarf-loop.data"), false, &open).unwrap();
+    assert!(raw.unwind.unwound > 100, "{:?}", raw.unwind);
+    assert!(
+        raw.stacks
+            .iter()
+            .any(|((_, frames), _)| matches!(frames.first(), Some(stacks::Frame::Kernel(_)))),
+        "kernel samples keep their kernel frames"
+    );
+    agrees("host-dwarf-loop", &raw);
+    // Every stack reaches the program's entry: none stops where unwinding failed.
+    assert_eq!(raw.unwind.incomplete, 0, "{:?}", raw.unwind);
+}
+
+/// Regression: a DWARF capture's callchains hold the kernel frames only (the user frames
+/// are unwound from the saved stack); the native reader kept its kernel-only samples (68
+/// of 294) as if they were the profile. Without the binaries to unwind with, it refuses.
+#[test]
+fn native_read_of_a_dwarf_capture_is_refused_not_partial() {
+    use devprof::profile::perfdata::{recorded_call_graph, CallGraph};
+    let path = data("host-dwarf-loop.data");
+    assert_eq!(recorded_call_graph(&path).unwrap(), CallGraph::Dwarf);
+    let err = stacks::read(&path, false).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::Unsupported, "{err}");
+    assert!(err.to_string().contains("--call-graph dwarf"), "{err}");
+    for fp in ["host-demo-node.data", "host-xz.data"] {
+        assert_eq!(
+            recorded_call_graph(&data(fp)).unwrap(),
+            CallGraph::FramePointer
+        );
+    }
 }

@@ -93,6 +93,32 @@ fn off_cpu_time_per_thread_runs_from_switch_out_to_switch_in() {
     );
 }
 
+/// Regression: perf runs on a little past the window while it is being stopped (104 ms
+/// under load in a CI-like run), and a thread blocked throughout was reported blocked for
+/// longer than the window the manifest states.
+#[test]
+fn off_cpu_time_is_cut_to_the_capture_window() {
+    let whole = summarize(CONTEXT_SWITCHES, Mode::Full, 0.1);
+    let mut aggregator = Aggregator::new(Mode::Full).within(std::time::Duration::from_millis(50));
+    for_each_record(CONTEXT_SWITCHES.as_bytes(), |r| aggregator.add(r)).unwrap();
+    let cut = aggregator.finish(0.05, None);
+    let threads = |out: &Outcome| -> BTreeMap<u32, u64> {
+        out.summary
+            .off_cpu
+            .as_ref()
+            .unwrap()
+            .threads
+            .iter()
+            .map(|t| (t.tid, t.off_cpu_us))
+            .collect()
+    };
+    let (whole, cut) = (threads(&whole), threads(&cut));
+    assert!(cut.values().all(|&us| us <= 50_000), "{cut:?}");
+    assert!(cut.iter().all(|(tid, us)| *us <= whole[tid]));
+    assert!(cut.values().sum::<u64>() < whole.values().sum::<u64>());
+    assert!(cut.values().any(|&us| us > 0));
+}
+
 #[test]
 fn bandwidth_comes_from_syscall_return_values() {
     let out = summarize(IO_BANDWIDTH, Mode::Full, 0.4);

@@ -4,7 +4,8 @@
 //! the demo node (demo-seq) is built with frame pointers and its stacks reach libc's
 //! thread entry.
 
-use devprof::profile::folded::{fold_perf_script, Folded};
+use devprof::profile::folded::Folded;
+use devprof::profile::perfscript::fold_perf_script;
 use devprof::profile::stacks::{repair, UNKNOWN};
 use std::io::BufReader;
 

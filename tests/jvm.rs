@@ -121,6 +121,7 @@ fn perf_map_capture(test: &str, mode: &str) {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn perf_names_jit_frames_through_the_perf_map_in_exec_mode() {
     perf_map_capture(
         "perf_names_jit_frames_through_the_perf_map_in_exec_mode",
@@ -129,6 +130,7 @@ fn perf_names_jit_frames_through_the_perf_map_in_exec_mode() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn perf_names_jit_frames_through_the_perf_map_from_a_sidecar() {
     perf_map_capture(
         "perf_names_jit_frames_through_the_perf_map_from_a_sidecar",
@@ -137,6 +139,7 @@ fn perf_names_jit_frames_through_the_perf_map_from_a_sidecar() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn auto_records_a_jvm_with_async_profiler_and_java_names() {
     if !jvm_ready("auto_records_a_jvm_with_async_profiler_and_java_names") {
         return;
@@ -188,6 +191,7 @@ fn auto_records_a_jvm_with_async_profiler_and_java_names() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn wall_clock_shows_the_waiting_method() {
     if !jvm_ready("wall_clock_shows_the_waiting_method") {
         return;
@@ -248,6 +252,7 @@ fn a_bad_asprof_directory_is_refused_before_any_capture() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn the_asprof_engine_refuses_a_native_process() {
     if !devnet_ready("the_asprof_engine_refuses_a_native_process") {
         return;
@@ -287,6 +292,7 @@ fn devprof_leftovers(container: &str) -> String {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_jvm_that_refuses_attach_is_an_error_for_asprof_and_a_warning_for_perf() {
     if !jvm_ready("a_jvm_that_refuses_attach_is_an_error_for_asprof_and_a_warning_for_perf") {
         return;
@@ -314,6 +320,7 @@ fn a_jvm_that_refuses_attach_is_an_error_for_asprof_and_a_warning_for_perf() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_jvm_without_preserve_frame_pointer_is_warned_about_once() {
     if !jvm_ready("a_jvm_without_preserve_frame_pointer_is_warned_about_once") {
         return;
@@ -336,6 +343,7 @@ fn a_jvm_without_preserve_frame_pointer_is_warned_about_once() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_host_release_is_copied_in_used_and_removed() {
     if !jvm_ready("a_host_release_is_copied_in_used_and_removed") {
         return;
@@ -387,6 +395,7 @@ fn a_host_release_is_copied_in_used_and_removed() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn doctor_reports_what_a_jvm_needs() {
     if !jvm_ready("doctor_reports_what_a_jvm_needs") {
         return;
@@ -417,6 +426,7 @@ fn doctor_reports_what_a_jvm_needs() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn sigint_stops_async_profiler_early_and_keeps_the_profile() {
     if !jvm_ready("sigint_stops_async_profiler_early_and_keeps_the_profile") {
         return;
@@ -460,6 +470,7 @@ fn sigint_stops_async_profiler_early_and_keeps_the_profile() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn without_async_profiler_auto_falls_back_to_perf_and_asprof_says_how_to_get_it() {
     if !jvm_ready("without_async_profiler_auto_falls_back_to_perf_and_asprof_says_how_to_get_it") {
         return;

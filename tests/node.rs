@@ -85,6 +85,7 @@ fn profile_demo_js(mode: &str) {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn demo_js_in_exec_mode_names_javascript_in_both_graphs() {
     if !demo_container_ready(
         "demo_js_in_exec_mode_names_javascript_in_both_graphs",
@@ -96,6 +97,7 @@ fn demo_js_in_exec_mode_names_javascript_in_both_graphs() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn demo_js_in_sidecar_mode_names_javascript_in_both_graphs() {
     if !demo_container_ready(
         "demo_js_in_sidecar_mode_names_javascript_in_both_graphs",
@@ -107,6 +109,7 @@ fn demo_js_in_sidecar_mode_names_javascript_in_both_graphs() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn node_without_the_perf_map_flag_is_captured_and_told_how() {
     if !demo_container_ready(
         "node_without_the_perf_map_flag_is_captured_and_told_how",

@@ -28,6 +28,7 @@ fn count(manifest: &Value, event: &str) -> u64 {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn default_config_counts_futex_and_sync_calls() {
     if !devnet_ready("default_config_counts_futex_and_sync_calls") {
         return;
@@ -54,6 +55,7 @@ fn default_config_counts_futex_and_sync_calls() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn contextswitches_config_gives_off_cpu_time_under_contend_lock() {
     if !devnet_ready("contextswitches_config_gives_off_cpu_time_under_contend_lock") {
         return;
@@ -88,6 +90,21 @@ fn contextswitches_config_gives_off_cpu_time_under_contend_lock() {
         svg.contains("us off-CPU"),
         "off-CPU flamegraph must count microseconds"
     );
+    let units: Vec<(&str, &str)> = m["graphs"]
+        .as_array()
+        .expect("graphs")
+        .iter()
+        .map(|g| (g["folded"].as_str().unwrap(), g["unit"].as_str().unwrap()))
+        .collect();
+    assert!(
+        units
+            .iter()
+            .any(|(f, u)| f.ends_with(".offcpu.folded") && *u == "us off-CPU")
+            && units
+                .iter()
+                .any(|(f, u)| !f.contains("offcpu.folded") && *u == "events"),
+        "the manifest names what each folded file counts: {units:?}"
+    );
     let (mut contenders, mut under_contend, mut under_futex) = (0u64, 0u64, 0u64);
     for line in folded.lines() {
         let (stack, us) = line.rsplit_once(' ').unwrap();
@@ -116,15 +133,35 @@ fn contextswitches_config_gives_off_cpu_time_under_contend_lock() {
         "only {under_contend} of {contenders} us under contend_lock"
     );
     assert!(under_futex > 0, "no blocked time in the mutex's futex wait");
+
+    // The plot of off-CPU time per thread, listed in the manifest; no bandwidth plot
+    // without read/write syscalls.
+    let plot = std::fs::read_to_string(with_ext(&stem, "threads.svg")).expect("threads plot");
+    for t in threads.iter().take(12) {
+        assert!(
+            plot.contains(&format!("({})</text>", t["tid"])),
+            "tid {} not plotted",
+            t["tid"]
+        );
+    }
+    let listed = |name: &str| {
+        m["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"].as_str().unwrap().ends_with(name))
+    };
+    assert!(listed(".threads.svg") && !listed(".bandwidth.svg"));
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn iobandwidth_config_measures_bytes_read_and_written_by_sync_writes() {
     if !devnet_ready("iobandwidth_config_measures_bytes_read_and_written_by_sync_writes") {
         return;
     }
     let cwd = workdir();
-    let (m, _) = capture(cwd.path(), "offcpu-events-iobandwidth.conf");
+    let (m, stem) = capture(cwd.path(), "offcpu-events-iobandwidth.conf");
     let bw = &m["offcpu"]["bandwidth"];
     assert!(bw["read"]["bytes"].as_u64().unwrap() > 0, "{bw}");
     assert!(bw["written"]["bytes"].as_u64().unwrap() > 0, "{bw}");
@@ -140,9 +177,14 @@ fn iobandwidth_config_measures_bytes_read_and_written_by_sync_writes() {
         "sync_writes not among {top:?}"
     );
     assert!(count(&m, "syscalls:sys_enter_fsync") + count(&m, "syscalls:sys_enter_fdatasync") > 0);
+    // Bandwidth over time, beside the summary: its totals are the summary's.
+    let plot = std::fs::read_to_string(with_ext(&stem, "bandwidth.svg")).expect("bandwidth plot");
+    let written = devprof::units::human_bytes(bw["written"]["bytes"].as_u64().unwrap());
+    assert!(plot.contains(&format!("written {written}")), "{written}");
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn pagefaults_config_counts_major_faults_from_target_in_dotenv() {
     if !devnet_ready("pagefaults_config_counts_major_faults_from_target_in_dotenv") {
         return;
@@ -169,6 +211,7 @@ fn pagefaults_config_counts_major_faults_from_target_in_dotenv() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn unknown_event_in_custom_config_is_named_and_nothing_is_written() {
     if !devnet_ready("unknown_event_in_custom_config_is_named_and_nothing_is_written") {
         return;
@@ -212,4 +255,60 @@ fn unknown_config_name_lists_the_shipped_ones() {
         .stderr(predicate::str::contains("no event config 'nonesuch'"))
         .stderr(predicate::str::contains("offcpu-events-pagefaults.conf"));
     assert!(files_under(cwd.path()).is_empty());
+}
+
+/// tracefs mounts in a container's mount table (`/proc/self/mountinfo`).
+fn tracefs_mounts(container: &str) -> Vec<String> {
+    docker_ok(&["exec", container, "cat", "/proc/self/mountinfo"])
+        .lines()
+        .filter(|l| l.contains(" - tracefs "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Regression: the off-CPU capture mounted tracefs in a target that may (CAP_SYS_ADMIN)
+/// and never unmounted it. It unmounts what it mounted, and only that: a tracefs the
+/// container had before stays.
+#[test]
+#[ignore = "needs the demo devnet"]
+fn offcpu_unmounts_the_tracefs_it_mounted_and_only_that() {
+    if !devnet_ready("offcpu_unmounts_the_tracefs_it_mounted_and_only_that") {
+        return;
+    }
+    let name = unique("devprof-test-offcpu-tracefs");
+    let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
+    args.extend(["-e", "DEMO_WORKLOADS=hash_chain:20,contend_lock:30"]);
+    let node = run_container(&name, &args, &demo_image(), &[]);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert!(tracefs_mounts(&node.0).is_empty(), "tracefs already there");
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["offcpu", &node.0, "2", "--mode", "exec"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "mounted tracefs at /sys/kernel/tracing",
+        ));
+    assert!(
+        tracefs_mounts(&node.0).is_empty(),
+        "left mounted: {:?}",
+        tracefs_mounts(&node.0)
+    );
+    // One the container mounted itself is left as it is.
+    docker_ok(&[
+        "exec",
+        &node.0,
+        "mount",
+        "-t",
+        "tracefs",
+        "nodev",
+        "/sys/kernel/tracing",
+    ]);
+    let own = tracefs_mounts(&node.0);
+    devprof(cwd.path())
+        .args(["offcpu", &node.0, "2", "--mode", "exec"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("mounted tracefs").not());
+    assert_eq!(tracefs_mounts(&node.0), own);
 }

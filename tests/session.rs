@@ -19,6 +19,9 @@ fn one_session_at_a_time() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The demo's Go service, whose heap comes from its net/http/pprof endpoint.
+const DEMO_GO: &str = "demo-go";
+
 /// The demo devnet's compose project (scripts/testbed-up.sh).
 const DEMO_PROJECT: &str = "devprof-demo";
 
@@ -57,6 +60,7 @@ fn instant(text: &serde_json::Value) -> DateTime<chrono::FixedOffset> {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_project_is_captured_in_one_window_whose_starts_are_within_250_ms() {
     let _serial = one_session_at_a_time();
     let test = "a_project_is_captured_in_one_window_whose_starts_are_within_250_ms";
@@ -126,6 +130,7 @@ fn a_project_is_captured_in_one_window_whose_starts_are_within_250_ms() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn cpu_heap_and_offcpu_on_one_container_give_three_captures_and_a_verdict() {
     let _serial = one_session_at_a_time();
     let test = "cpu_heap_and_offcpu_on_one_container_give_three_captures_and_a_verdict";
@@ -220,6 +225,7 @@ fn cpu_heap_and_offcpu_on_one_container_give_three_captures_and_a_verdict() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_target_stopped_mid_run_fails_its_row_only() {
     let _serial = one_session_at_a_time();
     let test = "a_target_stopped_mid_run_fails_its_row_only";
@@ -297,6 +303,7 @@ fn tcp_proxy() -> u16 {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn a_tcp_engine_address_works_end_to_end() {
     let _serial = one_session_at_a_time();
     let test = "a_tcp_engine_address_works_end_to_end";
@@ -311,6 +318,7 @@ fn a_tcp_engine_address_works_end_to_end() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn the_current_docker_context_names_the_engine() {
     let _serial = one_session_at_a_time();
     let test = "the_current_docker_context_names_the_engine";
@@ -369,3 +377,149 @@ fn completions_are_written_for_each_shell() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs the demo devnet"]
+fn a_go_target_in_a_session_waits_at_the_gate_and_its_manifests_name_the_session() {
+    let _serial = one_session_at_a_time();
+    let test = "a_go_target_in_a_session_waits_at_the_gate_and_its_manifests_name_the_session";
+    if !demo_container_ready(test, DEMO_GO) || !demo_container_ready(test, DEMO_SEQ) {
+        return;
+    }
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .args(["profile", DEMO_GO, DEMO_SEQ, "5", "--kinds", "cpu,heap"])
+        .timeout(Duration::from_secs(400))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let sessions = cwd.path().join("profiling/sessions");
+    let session_file = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".json"))
+        .expect("a session manifest");
+    let session = session_manifest(cwd.path());
+    let captures = session["captures"].as_array().unwrap();
+    assert_eq!(captures.len(), 4, "{session}");
+    let mut go_engines = Vec::new();
+    for c in captures {
+        assert!(c["error"].is_null(), "{c}");
+        let path = cwd
+            .path()
+            .join("profiling")
+            .join(c["manifest"].as_str().unwrap());
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(manifest["session"], session_file.as_str(), "{path:?}");
+        // Every capture states the window it really covered.
+        let start = instant(&manifest["window_started_at"]);
+        let stop = instant(&manifest["window_stopped_at"]);
+        assert!(stop >= start, "{path:?}");
+        if c["container"] == DEMO_GO {
+            go_engines.push(manifest["engine"].as_str().unwrap().to_string());
+        }
+    }
+    // demo-go's heap comes from its pprof endpoint, through the session like the others.
+    assert!(go_engines.iter().any(|e| e == "pprof"), "{go_engines:?}");
+}
+
+#[test]
+#[ignore = "needs the demo devnet"]
+fn a_sessions_perf_recorders_stop_within_250_ms_by_their_last_samples() {
+    let _serial = one_session_at_a_time();
+    let test = "a_sessions_perf_recorders_stop_within_250_ms_by_their_last_samples";
+    if !devnet_ready(test) {
+        return;
+    }
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .args(["profile", "--project", DEMO_PROJECT, "5", "--kinds", "cpu"])
+        .timeout(Duration::from_secs(400))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let session = session_manifest(cwd.path());
+    let alignment = &session["alignment"];
+    let spans = alignment["captures"].as_array().unwrap();
+    assert_eq!(
+        spans.len(),
+        session["captures"].as_array().unwrap().len(),
+        "every capture states its span: {alignment}"
+    );
+    // A capture's samples per second of its window, from its own manifest.
+    let rate = |container: &str| -> f64 {
+        let capture = session["captures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["container"] == container && c["kind"] == "cpu")
+            .unwrap();
+        let manifest: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                cwd.path()
+                    .join("profiling")
+                    .join(capture["manifest"].as_str().unwrap()),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        manifest["sample_count"].as_f64().unwrap()
+            / manifest["duration_recorded_s"].as_f64().unwrap()
+    };
+    let mut firsts = Vec::new();
+    let mut lasts = Vec::new();
+    let mut dense_lasts = Vec::new();
+    for span in spans {
+        let first = instant(&span["first_at"]);
+        let last = instant(&span["last_at"]);
+        assert!(last > first, "{span}");
+        if span["source"] == "samples" {
+            firsts.push(first);
+            lasts.push(last);
+            // Only a recorder sampling its process densely has a last sample that marks
+            // when it stopped: a process busy a few ms per 100 ms (demo-rpc, demo-js) may
+            // take its last sample up to ~90 ms before the end, and that is its workload,
+            // not the recorder.
+            if rate(span["container"].as_str().unwrap()) >= DENSE_SAMPLES_PER_S {
+                dense_lasts.push(last);
+            }
+        } else {
+            assert_eq!(span["source"], "stated window", "{span}");
+        }
+    }
+    // demo-seq, demo-rpc, demo-blocks and demo-go record with perf; demo-seq and
+    // demo-blocks are busy (~400 samples/s at 999 Hz).
+    assert!(dense_lasts.len() >= 2, "dense perf captures: {alignment}");
+    let spread = |v: &[DateTime<chrono::FixedOffset>]| {
+        (*v.iter().max().unwrap() - *v.iter().min().unwrap()).num_milliseconds()
+    };
+    let last_spread = spread(&lasts);
+    // The manifest's spreads come from ns, the instants above are cut to ms.
+    let recorded = |key: &str| {
+        alignment[key]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{key}: {alignment}"))
+    };
+    assert!(
+        (recorded("last_sample_spread_ms") - last_spread).abs() <= 1,
+        "{alignment}"
+    );
+    assert!(
+        (recorded("first_sample_spread_ms") - spread(&firsts)).abs() <= 1,
+        "{alignment}"
+    );
+    let dense_spread = spread(&dense_lasts);
+    assert!(
+        dense_spread <= 250,
+        "the dense perf recorders' last samples are {dense_spread} ms apart: {alignment}"
+    );
+}
+
+/// Samples per second above which a capture's last sample marks its recorder's stop.
+const DENSE_SAMPLES_PER_S: f64 = 200.0;

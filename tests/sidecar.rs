@@ -46,6 +46,7 @@ fn start_plain(prefix: &str) -> ContainerGuard {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn plain_container_is_profiled_from_a_sidecar_with_symbols_and_no_leftover() {
     if !devnet_ready("plain_container_is_profiled_from_a_sidecar_with_symbols_and_no_leftover") {
         return;
@@ -93,6 +94,7 @@ fn plain_container_is_profiled_from_a_sidecar_with_symbols_and_no_leftover() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn exec_mode_on_a_container_without_perf_fails_and_writes_nothing() {
     if !devnet_ready("exec_mode_on_a_container_without_perf_fails_and_writes_nothing") {
         return;
@@ -109,6 +111,7 @@ fn exec_mode_on_a_container_without_perf_fails_and_writes_nothing() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn sigint_mid_sidecar_capture_leaves_no_container_and_keeps_the_artifacts() {
     if !devnet_ready("sigint_mid_sidecar_capture_leaves_no_container_and_keeps_the_artifacts") {
         return;
@@ -152,6 +155,7 @@ fn sigint_mid_sidecar_capture_leaves_no_container_and_keeps_the_artifacts() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn clean_containers_removes_leftover_sidecars() {
     if !devnet_ready("clean_containers_removes_leftover_sidecars") {
         return;
@@ -177,4 +181,43 @@ fn clean_containers_removes_leftover_sidecars() {
         .success()
         .stdout(predicate::str::contains(name.as_str()));
     assert!(!sidecars().contains(&name), "leftover sidecar still there");
+}
+
+/// Regression: two sidecars for one target got the same name, so the second capture of
+/// `profile --kinds cpu,offcpu` on a target without perf failed at every tier.
+#[test]
+#[ignore = "needs the demo devnet"]
+fn two_sidecar_captures_of_one_target_at_once_both_record() {
+    if !devnet_ready("two_sidecar_captures_of_one_target_at_once_both_record") {
+        return;
+    }
+    let name = unique("devprof-test-two-sidecars");
+    // Lock contention for the off-CPU capture's futex events.
+    let plain = run_container(
+        &name,
+        &["-e", "DEMO_WORKLOADS=hash_chain:40,contend_lock:20"],
+        &plain_image(),
+        &[],
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .env("DEVPROF_MODE", "sidecar")
+        .args(["profile", &plain.0, "3", "--kinds", "cpu,offcpu:default"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        !stderr.contains("could not record at any privilege level"),
+        "{stderr}"
+    );
+    only_capture(cwd.path(), &plain.0, "perf-");
+    only_capture(cwd.path(), &plain.0, "offcpu-");
+    assert!(
+        sidecars_of(&plain.0).is_empty(),
+        "{:?}",
+        sidecars_of(&plain.0)
+    );
 }

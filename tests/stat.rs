@@ -36,6 +36,7 @@ const DEFAULT_EVENTS: &str = "cycles,instructions,cache-misses,cache-references,
 L1-dcache-load-misses,task-clock,context-switches,cpu-migrations,page-faults";
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn stat_window_counts_software_events_and_reports_hardware_support_as_perf_does() {
     if !devnet_ready("stat_window_counts_software_events_and_reports_hardware_support_as_perf_does")
     {
@@ -143,6 +144,7 @@ fn task_clock(counters: &Value) -> f64 {
 const FIXED_WORK: &str = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done";
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn stat_repeat_reports_each_run_and_statistics() {
     if !devnet_ready("stat_repeat_reports_each_run_and_statistics") {
         return;
@@ -180,6 +182,7 @@ fn stat_repeat_reports_each_run_and_statistics() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn stat_repeat_reports_a_failing_run_and_leaves_it_out() {
     if !devnet_ready("stat_repeat_reports_a_failing_run_and_leaves_it_out") {
         return;
@@ -221,6 +224,7 @@ fn stat_repeat_reports_a_failing_run_and_leaves_it_out() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn stat_bad_input_fails_clearly_and_writes_nothing() {
     if !devnet_ready("stat_bad_input_fails_clearly_and_writes_nothing") {
         return;
@@ -256,6 +260,7 @@ fn stat_bad_input_fails_clearly_and_writes_nothing() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn stat_repeat_interrupted_leaves_no_command_running() {
     if !devnet_ready("stat_repeat_interrupted_leaves_no_command_running") {
         return;
@@ -297,6 +302,7 @@ fn stat_repeat_interrupted_leaves_no_command_running() {
 }
 
 #[test]
+#[ignore = "needs the demo devnet"]
 fn stat_window_ctrl_c_saves_the_counts_so_far() {
     if !devnet_ready("stat_window_ctrl_c_saves_the_counts_so_far") {
         return;

@@ -2,11 +2,15 @@
 //! `stat --repeat N -- CMD`), as the target process would run it: in its working
 //! directory, with its environment, as its user and groups.
 //!
-//! perf runs as root (opening events needs it); the command switches to the process's
-//! user with `setpriv` right before it starts. The environment is read in the container
-//! from /proc/<pid>/environ by the launch script itself, so devprof never sees it and no
-//! manifest holds it.
+//! perf runs as root (opening events needs it), in devprof's own environment; the command
+//! switches to the process's user with `setpriv`, and only then takes the process's
+//! environment (`env -i NAME=VALUE... CMD`), so nothing the process put in its environment
+//! reaches a program that runs as root. The environment is read in the container from
+//! /proc/<pid>/environ by the launch script itself, so devprof never sees it and no
+//! manifest holds it; only `NAME=VALUE` entries with a shell variable's name pass, so no
+//! entry can become `env`'s command or option.
 
+use crate::docker::probe::TRUSTED_FN;
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
 use crate::text::quote;
@@ -85,25 +89,13 @@ impl Launch<'_> {
     }
 
     /// The argv that runs the command under perf: `sh -c SCRIPT`. perf's pid goes into
-    /// `<workdir>/perf.pid` (the session stops it through that); the command's exit status
+    /// `<workdir>/recorder.pid` (the session stops it through that); the command's exit status
     /// and the wall time around perf go into the status file; the last 64 KiB of the log
     /// (perf's own report at its end) go to standard error.
     pub fn argv(&self) -> Vec<String> {
-        let mut inner_args: Vec<String> = self.tool.to_vec();
-        inner_args.push("--".into());
-        // perf puts its own directories in front of its workload's PATH: the command gets
-        // the process's PATH back (kept aside as PERF_RUN_PATH by `in_process_env`).
-        inner_args.extend(
-            [
-                "sh",
-                "-c",
-                "if [ -n \"${PERF_RUN_PATH+x}\" ]; then PATH=$PERF_RUN_PATH; export PATH; unset PERF_RUN_PATH; fi; exec \"$@\"",
-                "sh",
-            ]
-            .map(String::from),
-        );
-        inner_args.extend(self.run_as.prefix());
-        inner_args.extend(self.command.iter().cloned());
+        let mut head: Vec<String> = self.tool.to_vec();
+        head.push("--".into());
+        head.extend(self.run_as.prefix());
         let wd = self.workdir;
         let name = self.name;
         let script = format!(
@@ -115,8 +107,12 @@ impl Launch<'_> {
             cwd = quote(self.cwd),
             run = in_process_env(
                 self.pid,
-                &inner_args,
-                Some((&format!("{wd}/perf.pid"), &format!("{wd}/{name}.rc"))),
+                &head,
+                self.command,
+                Some((
+                    &format!("{wd}/{}", super::RECORDER_PIDFILE),
+                    &format!("{wd}/{name}.rc"),
+                )),
             ),
             log = quote(&self.log_path()),
             wd_q = quote(wd),
@@ -127,13 +123,34 @@ impl Launch<'_> {
     }
 }
 
-/// Shell text that runs `argv` with exactly the environment of `pid` (read NUL-separated
-/// from /proc by xargs, so values with spaces or newlines survive). The environment passes
-/// through a command line only inside `env -i`, which replaces itself at once: it never
-/// stays visible in the container's process list. With `files` (pidfile, rc file): the
-/// process that runs `argv` writes its pid to the pidfile first, and its exit status goes
-/// to the rc file (xargs itself folds statuses into 123).
-fn in_process_env(pid: u32, argv: &[String], files: Option<(&str, &str)>) -> String {
+/// The shell text `in_process_env` runs under xargs: `$1` and `$2` count the head and the
+/// tail, which come after them in the order tail, head; xargs appends the process's
+/// environment. The tail is moved behind the environment, then one pass keeps the head and
+/// the tail and, of the environment, only `NAME=VALUE` entries whose NAME is a shell
+/// variable's name: `head... env -i NAME=VALUE... tail...`.
+const ENV_ROTATION: &str = "h=$1; t=$2; shift 2; \
+     i=0; while [ $i -lt $t ]; do set -- \"$@\" \"$1\"; shift; i=$((i+1)); done; \
+     m=$(($# - h - t)); n=$#; i=0; \
+     while [ $i -lt $n ]; do a=$1; shift; \
+       if [ $i -lt $h ] || [ $i -ge $((h + m)) ]; then set -- \"$@\" \"$a\"; \
+       else case $a in [A-Za-z_]*=*) k=${a%%=*}; \
+         case $k in *[!A-Za-z0-9_]*) ;; *) set -- \"$@\" \"$a\";; esac;; esac; fi; \
+       i=$((i+1)); done; ";
+
+/// Shell text that runs `head... env -i <the environment of pid> tail...` (the
+/// environment read NUL-separated from /proc by xargs, so values with spaces or newlines
+/// survive; entries that are not `NAME=VALUE` dropped). The environment passes through a
+/// command line only inside `env -i`, which replaces itself at once: it never stays
+/// visible in the container's process list. `head` ends where the process's user is taken
+/// on (`setpriv ... --`), so the environment applies only to what runs as that user. With
+/// `files` (pidfile, rc file): the process that runs `head` writes its pid to the pidfile
+/// first, and its exit status goes to the rc file (xargs itself folds statuses into 123).
+fn in_process_env(
+    pid: u32,
+    head: &[String],
+    tail: &[String],
+    files: Option<(&str, &str)>,
+) -> String {
     let mut fixed: Vec<String> = Vec::new();
     if let Some((pidfile, rcfile)) = files {
         fixed.extend([
@@ -145,7 +162,8 @@ fn in_process_env(pid: u32, argv: &[String], files: Option<(&str, &str)>) -> Str
             rcfile.into(),
         ]);
     }
-    fixed.extend(argv.iter().cloned());
+    fixed.extend(head.iter().cloned());
+    fixed.extend(["env".to_string(), "-i".to_string()]);
     let guard = match files {
         // xargs runs its command again when the arguments overflow one command line:
         // the guard makes sure the command itself runs once.
@@ -155,25 +173,18 @@ fn in_process_env(pid: u32, argv: &[String], files: Option<(&str, &str)>) -> Str
         ),
         None => String::new(),
     };
-    // xargs appends the environment after the fixed arguments; the inner shell rotates
-    // the first n behind them, so `env -i` sees NAME=VALUE... then the command. For a run
-    // under perf, the process's PATH is also kept aside as PERF_RUN_PATH (see `argv`).
-    let keep_path = match files {
-        Some(_) => {
-            "m=$(($# - n)); i=0; for a in \"$@\"; do [ $i -lt $m ] || break; i=$((i+1)); \
-             case $a in PATH=*) set -- \"PERF_RUN_PATH=${a#PATH=}\" \"$@\"; break;; esac; done; "
-        }
-        None => "",
-    };
-    let inner = format!(
-        "n=$1; shift; i=0; while [ $i -lt $n ]; do set -- \"$@\" \"$1\"; shift; i=$((i+1)); done; \
-         {keep_path}{guard}exec env -i \"$@\""
-    );
+    let inner = format!("{ENV_ROTATION}{guard}exec \"$@\"");
     format!(
-        "xargs -0 sh -c {inner} sh {n} {args} < /proc/{pid}/environ",
+        "xargs -0 sh -c {inner} sh {h} {t} {args} < /proc/{pid}/environ",
         inner = quote(&inner),
-        n = fixed.len(),
-        args = fixed.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "),
+        h = fixed.len(),
+        t = tail.len(),
+        args = tail
+            .iter()
+            .chain(&fixed)
+            .map(|a| quote(a))
+            .collect::<Vec<_>>()
+            .join(" "),
     )
 }
 
@@ -189,9 +200,10 @@ pub async fn prepare(
     gid: Option<u32>,
     program: &str,
 ) -> Result<RunAs> {
+    // setpriv runs as root: only one root alone may change is taken.
     let probe = format!(
-        "for t in xargs env date tail; do command -v $t >/dev/null || echo \"missing $t\"; done; \
-         command -v setpriv | sed 's/^/setpriv /'; \
+        "{TRUSTED_FN}for t in xargs env date tail; do command -v $t >/dev/null || echo \"missing $t\"; done; \
+         s=$(command -v setpriv) && trusted \"$s\" >/dev/null && echo \"setpriv $s\"; \
          while read -r k v; do [ \"$k\" = Groups: ] && echo \"groups $v\"; done < /proc/{pid}/status; \
          [ -r /proc/{pid}/environ ] || echo noenv"
     );
@@ -234,11 +246,12 @@ pub async fn prepare(
             None => {
                 return Err(Error::Usage(format!(
                     "pid {pid} in '{container}' runs as uid {uid}, gid {gid}: the command would run as that user, \
-                     but the container has no `setpriv` (util-linux) to switch to it; install util-linux in the image"
+                     but the container has no `setpriv` (util-linux) that only root may change, to switch to it; install util-linux in the image"
                 )))
             }
         }
     }
+    // Looked up as the process's user, with its environment, as the run will be.
     let check: Vec<String> = vec![
         "sh".into(),
         "-c".into(),
@@ -249,7 +262,7 @@ pub async fn prepare(
     let script = format!(
         "cd {} || exit 127; {}",
         quote(cwd),
-        in_process_env(pid, &check, None)
+        in_process_env(pid, &run_as.prefix(), &check, None)
     );
     let found = shell.sh(&script).await?;
     if !found.success() {
@@ -361,7 +374,7 @@ pub async fn stop_command(shell: &Shell, workdir: &str) {
          alive() {{ for q in $tree; do kill -0 $q 2>/dev/null && return 0; done; return 1; }}; \
          for sig in INT TERM KILL; do kill -$sig $tree 2>/dev/null; i=0; \
            while alive && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; alive || break; done; true",
-        pidfile = quote(&format!("{workdir}/perf.pid"))
+        pidfile = quote(&format!("{workdir}/{}", super::RECORDER_PIDFILE))
     );
     let _ = shell.sh(&script).await;
 }
@@ -412,9 +425,105 @@ mod tests {
 
     #[test]
     fn the_environment_is_read_in_the_container_never_written_into_the_script() {
-        let argv = in_process_env(42, &["perf".into(), "it's".into()], None);
+        let argv = in_process_env(42, &["perf".into()], &["it's".into()], None);
         assert!(argv.contains("< /proc/42/environ"));
-        assert!(argv.contains(" sh 2 'perf' 'it'\\''s' <"), "{argv}");
+        assert!(
+            argv.contains(" sh 3 1 'it'\\''s' 'perf' 'env' '-i' <"),
+            "{argv}"
+        );
+    }
+
+    /// Runs `in_process_env` on this host against an environment file with hostile
+    /// entries, the command printing the argv `env` got (`env` itself stubbed).
+    fn run_with_environ(environ: &[u8]) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let environ_path = dir.path().join("environ");
+        std::fs::write(&environ_path, environ).unwrap();
+        let stub = dir.path().join("env");
+        std::fs::write(&stub, "#!/bin/sh\nprintf '%s\\0' \"$@\"\n").unwrap();
+        std::fs::set_permissions(&stub, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let script = in_process_env(1, &[], &["cmd".into(), "arg".into()], None)
+            .replace(
+                "< /proc/1/environ",
+                &format!("< {}", quote(&environ_path.to_string_lossy())),
+            )
+            .replace(
+                "'env' '-i'",
+                &format!("{} '-i'", quote(&stub.to_string_lossy())),
+            );
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .expect("sh and xargs on this host");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .split_terminator('\0')
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn command_env_entry_without_equals_never_becomes_envs_command_or_option() {
+        let got = run_with_environ(
+            b"PATH=/usr/bin\0/tmp/evil\0-u\0--split-string=/tmp/evil\0=x\0A-B=1\0LD_PRELOAD=/tmp/x.so\0V=a\nb=c\0",
+        );
+        assert_eq!(
+            got,
+            [
+                "-i",
+                "PATH=/usr/bin",
+                "LD_PRELOAD=/tmp/x.so",
+                "V=a\nb=c",
+                "cmd",
+                "arg"
+            ],
+            "only NAME=VALUE entries reach env, before the command"
+        );
+        assert_eq!(run_with_environ(b""), ["-i", "cmd", "arg"]);
+    }
+
+    #[test]
+    fn command_env_is_taken_only_after_the_switch_to_the_processs_user() {
+        let app = RunAs {
+            uid: 1000,
+            gid: 1000,
+            groups: vec![],
+            setpriv: Some("/usr/bin/setpriv".into()),
+        };
+        let tool = ["/usr/bin/perf".to_string(), "record".into()];
+        let command = ["make".to_string()];
+        let launch = Launch {
+            pid: 7,
+            cwd: "/app",
+            run_as: &app,
+            workdir: "/tmp/devprof.x",
+            tool: &tool,
+            command: &command,
+            name: "command",
+        };
+        let script = &launch.argv()[2];
+        let order = [
+            "'/usr/bin/perf'",
+            "'record'",
+            "'--'",
+            "'/usr/bin/setpriv'",
+            "'--reuid=1000'",
+            "'env' '-i'",
+        ];
+        let mut at = 0;
+        for word in order {
+            let found = script[at..]
+                .find(word)
+                .unwrap_or_else(|| panic!("{word} in order: {script}"));
+            at += found;
+        }
+        assert!(!script.contains("PERF_RUN_PATH"));
     }
 
     #[test]

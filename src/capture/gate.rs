@@ -123,12 +123,30 @@ pub async fn with_ticket<F: std::future::Future>(ticket: Ticket, fut: F) -> F::O
     TICKET.scope(RefCell::new(Some(ticket)), fut).await
 }
 
+/// Whether this capture runs in a session (holds a ticket it has not used yet).
+pub fn in_session() -> bool {
+    TICKET.try_with(|t| t.borrow().is_some()).unwrap_or(false)
+}
+
+/// Resolves when this capture's session gate opens (None outside a session). It holds the
+/// gate, not the ticket: a recorder's own task waits on it, so that every recorder is
+/// released as the gate opens, whatever order the captures' futures are polled in.
+pub fn opening() -> Option<impl std::future::Future<Output = Instant> + Send + 'static> {
+    let gate = TICKET
+        .try_with(|t| t.borrow().as_ref().map(|ticket| ticket.gate.clone()))
+        .ok()
+        .flatten()?;
+    Some(async move { gate.opened().await })
+}
+
 /// Called by a recipe right before its window opens: waits for the session's other
-/// captures when it runs in one, else returns at once.
-pub async fn wait_for_start() {
+/// captures when it runs in one and returns when the gate opened (the session's windows
+/// end together, that long after it), else returns None at once.
+pub async fn wait_for_start() -> Option<Instant> {
     let ticket = TICKET.try_with(|t| t.borrow_mut().take()).ok().flatten();
-    if let Some(ticket) = ticket {
-        ticket.arrive().await;
+    match ticket {
+        Some(ticket) => Some(ticket.arrive().await),
+        None => None,
     }
 }
 

@@ -41,6 +41,9 @@ pub enum Stop {
     },
     /// The process exited while its container runs on: what perf recorded can be kept.
     Process { at: Duration },
+    /// The container was paused (`docker pause`): every process in it is frozen, and the
+    /// engine runs nothing in it until it is unpaused.
+    Paused { at: Duration },
 }
 
 /// The target container and process, watched through the Docker API and `shell` (the
@@ -50,15 +53,20 @@ pub struct Watch {
     container: ContainerInfo,
     shell: Shell,
     pid: u32,
+    /// The recorder runs in the target container itself (exec mode): it is frozen when the
+    /// container is paused, and the container's shell then runs nothing.
+    in_target: bool,
 }
 
 impl Watch {
-    pub fn new(container: &ContainerInfo, shell: &Shell, pid: u32) -> Self {
+    /// `in_target`: `shell` is the target container itself, not a sidecar beside it.
+    pub fn new(container: &ContainerInfo, shell: &Shell, pid: u32, in_target: bool) -> Self {
         Watch {
             docker: shell.docker().clone(),
             container: container.clone(),
             shell: shell.clone(),
             pid,
+            in_target,
         }
     }
 
@@ -66,8 +74,18 @@ impl Watch {
         self.pid
     }
 
-    /// `Some` when the container is not running now. Errors of the API itself count as
-    /// running: the deadlines still bound the wait.
+    /// The target container (also in sidecar mode, where the shell is the sidecar's).
+    pub fn container(&self) -> &ContainerInfo {
+        &self.container
+    }
+
+    /// Whether the recorder runs in the target container (exec mode).
+    pub fn in_target(&self) -> bool {
+        self.in_target
+    }
+
+    /// `Some` when the container is not running now, or is paused. Errors of the API
+    /// itself count as running: the deadlines still bound the wait.
     pub async fn container_stopped(&self, started: Instant) -> Option<Stop> {
         match tokio::time::timeout(CHECK_LIMIT, self.docker.container_state(&self.container.id))
             .await
@@ -76,7 +94,33 @@ impl Watch {
                 exit_code: state.exit_code,
                 at: started.elapsed(),
             }),
+            Ok(Ok(state)) if state.paused => Some(Stop::Paused {
+                at: started.elapsed(),
+            }),
             _ => None,
+        }
+    }
+
+    /// Whether the container is paused now (unknown counts as not).
+    pub async fn paused(&self) -> bool {
+        matches!(
+            tokio::time::timeout(CHECK_LIMIT, self.docker.container_state(&self.container.id)).await,
+            Ok(Ok(state)) if state.running && state.paused
+        )
+    }
+
+    /// After a capture ended by a pause: waits up to `limit` for the container to be
+    /// unpaused (devprof never unpauses what someone else paused). True when it was.
+    pub async fn until_unpaused(&self, limit: Duration) -> bool {
+        let until = Instant::now() + limit;
+        loop {
+            if !self.paused().await {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(POLL).await;
         }
     }
 
@@ -89,8 +133,18 @@ impl Watch {
         }
     }
 
-    /// Waits until the container stops, or (with `process_check`, how often to look) the
-    /// process exits.
+    /// After the window: waits until the container stops, or is paused while the work left
+    /// (perf script, clean-up) runs in it (exec mode). A sidecar works on in a paused target.
+    pub async fn until_unusable(&self, started: Instant) -> Stop {
+        if self.in_target {
+            self.until_stopped(started, None).await
+        } else {
+            self.until_container_stops(started, false).await
+        }
+    }
+
+    /// Waits until the container stops or is paused, or (with `process_check`, how often to
+    /// look) the process exits.
     pub async fn until_stopped(&self, started: Instant, process_check: Option<Duration>) -> Stop {
         let process_exit = async {
             let Some(every) = process_check else {
@@ -110,20 +164,24 @@ impl Watch {
             }
         };
         tokio::select! {
-            stop = self.until_container_stops(started) => stop,
+            stop = self.until_container_stops(started, true) => stop,
             stop = process_exit => stop,
         }
     }
 
-    /// The engine is asked to answer when the container stops, so the window costs it
-    /// nothing; its state is also polled, slowly while the wait is open, every second once
-    /// the engine broke the wait off.
-    async fn until_container_stops(&self, started: Instant) -> Stop {
+    /// The engine is asked to answer when the container stops (and, with `pause`, when it
+    /// is paused: a paused container still counts as running), so the window costs it
+    /// nothing; its state is also polled: once soon (a pause before the engine listened),
+    /// then slowly while the waits are open, every second once the engine broke one off.
+    async fn until_container_stops(&self, started: Instant, pause: bool) -> Stop {
         let waited = self.docker.wait_not_running(&self.container.id);
         tokio::pin!(waited);
+        let paused = self.docker.wait_paused(&self.container.id);
+        tokio::pin!(paused);
         let mut waiting = true;
+        let mut watching_pause = pause;
+        let mut poll = POLL;
         loop {
-            let poll = if waiting { BACKSTOP_POLL } else { POLL };
             tokio::select! {
                 answer = &mut waited, if waiting => match answer {
                     Ok(exit_code) => {
@@ -134,12 +192,23 @@ impl Watch {
                     }
                     Err(_) => waiting = false,
                 },
+                answer = &mut paused, if watching_pause => match answer {
+                    Ok(()) => return Stop::Paused { at: started.elapsed() },
+                    Err(_) => watching_pause = false,
+                },
                 _ = tokio::time::sleep(poll) => {
-                    if let Some(stop) = self.container_stopped(started).await {
-                        return stop;
+                    match self.container_stopped(started).await {
+                        Some(Stop::Paused { .. }) if !pause => {}
+                        Some(stop) => return stop,
+                        None => {}
                     }
                 }
             }
+            poll = if waiting && (watching_pause || !pause) {
+                BACKSTOP_POLL
+            } else {
+                POLL
+            };
         }
     }
 
@@ -158,12 +227,49 @@ impl Watch {
         }
     }
 
-    /// The error for a container that stopped.
+    /// After a step in the target failed: the target's stop (or, with the recorder in
+    /// it, its pause) when that is why, else `failure` as it is.
+    pub async fn explain(&self, started: Instant, failure: Error, step: &str) -> Error {
+        match self.settle(started).await {
+            Some(stop @ Stop::Container { .. }) => self.stop_error(stop, step),
+            Some(stop @ Stop::Paused { .. }) if self.in_target => self.stop_error(stop, step),
+            _ => failure,
+        }
+    }
+
+    /// The error for a container that stopped during the window (perf with it).
     pub fn stopped_error(&self, exit_code: Option<i64>, at: Duration) -> Error {
         Error::TargetStopped {
             container: self.container.name.clone(),
             exit_code,
             at_secs: at.as_secs(),
+            step: "capture".into(),
+            lost: true,
+        }
+    }
+
+    /// The error for a container paused during `step`.
+    pub fn paused_error(&self, at: Duration, step: &str) -> Error {
+        Error::PausedDuringCapture {
+            container: self.container.name.clone(),
+            at_secs: at.as_secs(),
+            step: step.to_string(),
+        }
+    }
+
+    /// The error for how the target stopped after the window, while `step` ran (what
+    /// reached the host by then is the caller's to keep).
+    pub fn stop_error(&self, stop: Stop, step: &str) -> Error {
+        match stop {
+            Stop::Container { exit_code, at } => Error::TargetStopped {
+                container: self.container.name.clone(),
+                exit_code,
+                at_secs: at.as_secs(),
+                step: step.to_string(),
+                lost: false,
+            },
+            Stop::Paused { at } => self.paused_error(at, step),
+            Stop::Process { .. } => Error::Interrupted,
         }
     }
 }

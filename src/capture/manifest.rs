@@ -63,6 +63,8 @@ pub fn identity(
             name: container.name.clone(),
             id: container.id.clone(),
             image: container.image.clone(),
+            project: container.project.clone(),
+            service: container.service.clone(),
         },
         process: ProcessRecord {
             pid: process.pid,

@@ -4,19 +4,28 @@
 //! (perf tracepoints), `heap` (jemalloc dumps, no engine). Analysis is in `profile`, files
 //! in `store`, the engines in `engines`.
 
+pub mod alignment;
+pub mod armed_stop;
+pub mod clocks;
 pub mod command;
 pub mod cpu;
 pub mod gate;
 pub mod heap;
 pub mod jit;
+pub mod kept;
 pub mod liveness;
 pub mod manifest;
+pub mod markers;
 pub mod multi;
 pub mod offcpu;
 pub mod pprof;
+pub mod record_script;
+pub mod repeat;
+pub mod run;
 pub mod session;
 pub mod sidecar;
 pub mod stat;
+pub mod sysctl;
 
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{
@@ -31,6 +40,20 @@ use crate::settings::{CaptureMode, Placement};
 use crate::symbols::binary::GoBinary;
 use crate::text::first_line;
 use std::sync::Arc;
+
+/// The recorder's pidfile in a capture's workdir, written by the shell that becomes the
+/// recorder; the window's stop and the clean-up signal only the pid it names.
+pub const RECORDER_PIDFILE: &str = "recorder.pid";
+
+/// What a finished capture produced, whatever its kind: its manifest, the files it wrote
+/// (with their sizes) and what the user should hear about it.
+#[derive(Debug)]
+pub struct Captured {
+    pub manifest: crate::store::Manifest,
+    pub manifest_path: std::path::PathBuf,
+    pub files: Vec<(std::path::PathBuf, u64)>,
+    pub warnings: Vec<String>,
+}
 
 /// A container and the process in it, found (no engine involved yet).
 pub struct Located {
@@ -55,13 +78,15 @@ pub async fn locate(target: &str, selector: &ProcessSelector) -> Result<Located>
     let shell = docker.shell(&container);
     let facts = ContainerFacts::probe(&shell).await?;
     let process = choose_process(&shell, &facts, selector, &container.name).await?;
-    let process_facts = ProcessFacts::probe(&shell, process.pid).await?;
+    let process_facts = ProcessFacts::probe(&shell, &process).await?;
     let mut runtime = runtime::of_process(&process, &process_facts);
     // Read from the container itself (the archive API needs no rights in the process, and
     // no tools in the container: where it has no grep, this is what tells Go apart).
     let read_go = runtime == Runtime::Go || runtime::maybe_go(runtime, &process_facts);
     let go = match (read_go, process_facts.executable()) {
-        (true, Some(exe)) => GoBinary::from_container(&docker, &container.id, exe).await,
+        (true, Some(exe)) => {
+            crate::docker::binary::go_binary_from_container(&docker, &container.id, exe).await
+        }
         _ => None,
     }
     .map(Arc::new);
@@ -96,66 +121,7 @@ pub struct Target<R> {
     pub ready: R,
     pub sidecar: Option<sidecar::Sidecar>,
     /// Host-wide sysctls lowered for this capture (`--allow-sysctl`), to restore.
-    pub sysctls: Option<SavedSysctls>,
-}
-
-/// The host-wide perf sysctls as they were before devprof lowered them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SavedSysctls {
-    pub paranoid: i32,
-    pub kptr_restrict: i32,
-}
-
-/// Lowers kernel.perf_event_paranoid to -1 and kptr_restrict to 0 through a container
-/// that may write them (they are the host's). Returns what they were, for `restore_sysctls`.
-async fn lower_sysctls(shell: &Shell, facts: &ContainerFacts) -> Option<SavedSysctls> {
-    let saved = SavedSysctls {
-        paranoid: facts.paranoid?,
-        kptr_restrict: facts.kptr_restrict?,
-    };
-    let out = shell
-        .sh("echo -1 > /proc/sys/kernel/perf_event_paranoid && echo 0 > /proc/sys/kernel/kptr_restrict")
-        .await;
-    if out.as_ref().is_ok_and(|o| o.success()) {
-        eprintln!(
-            "note: lowered the host's kernel.perf_event_paranoid ({} -> -1) and kptr_restrict ({} -> 0) for this capture (--allow-sysctl); they are restored when it ends",
-            saved.paranoid, saved.kptr_restrict
-        );
-        // Should a third Ctrl-C end devprof before it restores them, the user is told how.
-        crate::signals::set_exit_note(Some(saved.host_command()));
-        Some(saved)
-    } else {
-        // A half-done change is undone too.
-        restore_sysctls(shell, saved).await;
-        None
-    }
-}
-
-impl SavedSysctls {
-    /// The command that restores them on the host.
-    fn host_command(&self) -> String {
-        format!(
-            "run on the host: sudo sysctl kernel.perf_event_paranoid={} kernel.kptr_restrict={}",
-            self.paranoid, self.kptr_restrict
-        )
-    }
-}
-
-/// Puts the sysctls back; when the container can no longer do it, says how to.
-async fn restore_sysctls(shell: &Shell, saved: SavedSysctls) {
-    crate::signals::set_exit_note(None);
-    let script = format!(
-        "echo {} > /proc/sys/kernel/perf_event_paranoid && echo {} > /proc/sys/kernel/kptr_restrict",
-        saved.paranoid, saved.kptr_restrict
-    );
-    let done = tokio::time::timeout(std::time::Duration::from_secs(10), shell.sh(&script)).await;
-    if !matches!(done, Ok(Ok(ref o)) if o.success()) {
-        eprintln!(
-            "warning: could not restore the host's sysctls through {}; {}",
-            shell.container(),
-            saved.host_command()
-        );
-    }
+    pub sysctls: Option<sysctl::SavedSysctls>,
 }
 
 impl<R> Target<R> {
@@ -179,14 +145,19 @@ impl<R> Target<R> {
 
     /// Watches the target container and process during the capture.
     pub fn watch(&self) -> liveness::Watch {
-        liveness::Watch::new(&self.container, &self.shell, self.process.pid)
+        liveness::Watch::new(
+            &self.container,
+            &self.shell,
+            self.process.pid,
+            self.sidecar.is_none(),
+        )
     }
 
     /// Restores lowered sysctls and removes the sidecar, if any. Always called, whatever
     /// happened.
     pub async fn release(&self) {
-        if let Some(saved) = self.sysctls {
-            restore_sysctls(&self.shell, saved).await;
+        if let Some(saved) = &self.sysctls {
+            sysctl::restore(&self.shell, saved).await;
         }
         if let Some(sidecar) = &self.sidecar {
             self.shell.docker().remove_container(&sidecar.info.id).await;
@@ -194,13 +165,36 @@ impl<R> Target<R> {
     }
 }
 
+/// Runs `work`, holding a panic in it so that the caller's clean-up (sysctls restored,
+/// sidecar removed, workdir removed) still runs; `resume` then goes on with the panic.
+pub async fn catching<T>(work: impl std::future::Future<Output = T>) -> std::thread::Result<T> {
+    use futures_util::FutureExt;
+    std::panic::AssertUnwindSafe(work).catch_unwind().await
+}
+
+/// The result `catching` held, or the panic it held, resumed.
+pub fn resume<T>(caught: std::thread::Result<T>) -> T {
+    caught.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// The clean-up of a capture's workdir (and the engine's `finish`), after a result
+/// `catching` held: skipped when the container stopped, or stays paused.
+pub async fn workdir_cleanable<T>(
+    watch: &liveness::Watch,
+    workdir: &str,
+    caught: &std::thread::Result<Result<T>>,
+) -> bool {
+    match caught {
+        Ok(result) => session::cleanable(watch, workdir, result).await,
+        Err(_) => true,
+    }
+}
+
 /// Finds the target and a place where `engine` may record it: inside the container (exec),
-/// or in a sidecar beside it, as `mode` allows. The process is the one `locate` chose
-/// (`_selector` chose it).
+/// or in a sidecar beside it, as `mode` allows. The process is the one `locate` chose.
 pub async fn find_target<E: Engine>(
     engine: &E,
     located: Located,
-    _selector: &ProcessSelector,
     placement: &Placement,
     needs_tracefs: bool,
 ) -> Result<Target<E::Ready>> {
@@ -211,11 +205,18 @@ pub async fn find_target<E: Engine>(
         let mut sysctls = None;
         if matches!(attempt, Err(Error::PerfDenied { .. })) && located.facts.sysctl_writable {
             if placement.allow_sysctl {
-                sysctls = lower_sysctls(&located.shell, &located.facts).await;
-                if let Some(saved) = sysctls {
+                // Nothing is lowered unless it can be restored without the target too.
+                let helper = sysctl::check_helper(
+                    &located.docker,
+                    &located.container.name,
+                    &placement.profiler_image,
+                )
+                .await?;
+                sysctls = sysctl::lower(&located.shell, helper).await;
+                if let Some(saved) = &sysctls {
                     attempt = prepare().await;
                     if attempt.is_err() {
-                        restore_sysctls(&located.shell, saved).await;
+                        sysctl::restore(&located.shell, saved).await;
                         sysctls = None;
                     }
                 }
@@ -251,10 +252,44 @@ pub async fn find_target<E: Engine>(
                     first_line(&e.to_string())
                 );
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(rootless_denial(&located.docker, e).await),
         }
     }
-    sidecar::start(engine, &located, placement, needs_tracefs).await
+    match sidecar::start(engine, &located, placement, needs_tracefs).await {
+        Err(e) => Err(rootless_denial(&located.docker, e).await),
+        placed => placed,
+    }
+}
+
+/// A denial on a rootless endpoint says that the rights it lacks cannot be granted there:
+/// capabilities given in a user namespace do not count for perf_event_open.
+async fn rootless_denial(docker: &crate::docker::Docker, e: Error) -> Error {
+    match e {
+        Error::PerfDenied {
+            container,
+            detail,
+            mut missing,
+            mut fixes,
+        } if docker.rootless().await => {
+            missing.push(
+                "a rootful container endpoint: this one runs rootless, in a user namespace, where granted capabilities \
+                 (CAP_PERFMON, CAP_SYS_ADMIN) do not count for perf_event_open"
+                    .into(),
+            );
+            fixes.push(
+                "profile through a rootful endpoint (docs/podman.md), or lower kernel.perf_event_paranoid to 1 on the \
+                 host and run the container with --security-opt seccomp=unconfined"
+                    .into(),
+            );
+            Error::PerfDenied {
+                container,
+                detail,
+                missing,
+                fixes,
+            }
+        }
+        e => e,
+    }
 }
 
 /// How long candidates' CPU use is sampled when several processes match.
@@ -329,5 +364,29 @@ async fn sample_cpu<S: ContainerShell>(shell: &S, procs: &[ProcInfo]) -> Vec<Cpu
         // USER_HZ is 100 on every Linux architecture Docker runs on.
         Ok(out) => parse_cpu_sample(&out.stdout, CPU_SAMPLE_SECS, 100.0),
         Err(_) => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a panic during a capture unwound past its clean-up (sysctls, sidecar,
+    /// workdir): the clean-up now runs first, then the panic goes on.
+    #[tokio::test]
+    async fn a_panic_in_a_capture_still_runs_its_clean_up() {
+        let caught = catching(async {
+            if std::hint::black_box(true) {
+                panic!("a parser bug");
+            }
+            Ok::<u32, Error>(1)
+        })
+        .await;
+        // Held, not unwound through the caller: its clean-up runs next.
+        assert!(caught.is_err());
+        let resumed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| resume(caught)));
+        let payload = resumed.expect_err("the panic goes on after the clean-up");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"a parser bug"));
+        assert_eq!(resume(catching(async { 7 }).await), 7);
     }
 }

@@ -6,16 +6,19 @@
 //! window. A capture that fails is one row's error, never the session's end.
 
 use super::gate::{self, StartGate, Ticket};
-use super::{cpu, heap, locate, offcpu};
+use super::{clocks, cpu, heap, locate, offcpu};
 use crate::docker::containers::SIDECAR_LABEL;
 use crate::docker::target::{resolve_container, ContainerInfo, ProcessSelector};
-use crate::docker::{ContainerShell, Docker};
+use crate::docker::{with_context, ContainerShell, Docker};
 use crate::error::{Error, Result};
-use crate::profile::verdict::{judge, stat_ticks, thresholds_text, Measured};
+use crate::profile::clock::ClockOffset;
+use crate::profile::verdict::{judge, stat_ticks, thresholds_text, Measured, Waits};
 use crate::settings::profile::{CaptureSettings, Kind, ProfileSettings, Targets};
 use crate::signals::Interrupts;
-use crate::store::session::{SessionCapture, SessionRecord, SessionRow, SESSIONS_DIR};
-use crate::store::{Manifest, Stem};
+use crate::store::session::{
+    SessionCapture, SessionEndpoint, SessionRecord, SessionRow, SESSIONS_DIR,
+};
+use crate::store::Stem;
 use crate::text::{first_line, truncate};
 use crate::ui::progress;
 use chrono::Local;
@@ -30,12 +33,7 @@ use std::time::{Duration, Instant};
 const TICKS_PER_S: f64 = 100.0;
 
 /// A finished capture of the session.
-pub struct Done {
-    pub manifest: Manifest,
-    pub manifest_path: PathBuf,
-    pub files: Vec<(PathBuf, u64)>,
-    pub warnings: Vec<String>,
-}
+pub type Done = super::Captured;
 
 /// One (container, kind) capture's end.
 pub struct CaptureEnd {
@@ -99,20 +97,188 @@ pub fn select(targets: &Targets, containers: &[ContainerInfo]) -> Result<Vec<Con
     Ok(chosen)
 }
 
+/// A target written `NAME@CONTEXT`: the container and the docker context of its endpoint
+/// (None: the endpoint the environment names). Container names never contain `@`.
+pub fn split_context(target: &str) -> (&str, Option<&str>) {
+    match target.rsplit_once('@') {
+        Some((name, context)) if !name.is_empty() && !context.is_empty() => (name, Some(context)),
+        _ => (target, None),
+    }
+}
+
+/// The targets of each endpoint, in the order first named (the environment's endpoint
+/// first when the targets are not named).
+pub fn by_endpoint(targets: &Targets) -> Vec<(Option<String>, Targets)> {
+    let Targets::Named(list) = targets else {
+        return vec![(None, targets.clone())];
+    };
+    let mut groups: Vec<(Option<String>, Vec<String>)> = Vec::new();
+    for item in list {
+        let (name, context) = split_context(item);
+        let context = context.map(str::to_string);
+        match groups.iter_mut().find(|(c, _)| *c == context) {
+            Some((_, names)) => names.push(name.to_string()),
+            None => groups.push((context, vec![name.to_string()])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(c, names)| (c, Targets::Named(names)))
+        .collect()
+}
+
+/// A container of the session and the endpoint it is on.
+#[derive(Clone)]
+struct Chosen {
+    container: ContainerInfo,
+    context: Option<String>,
+    /// How rows and lines name it: the container's name, with `@CONTEXT` off the
+    /// environment's endpoint.
+    key: String,
+}
+
+/// An endpoint of the session: where it is, and its containers.
+struct Reached {
+    context: Option<String>,
+    docker: Docker,
+    containers: Vec<ContainerInfo>,
+}
+
+/// Connects to every endpoint the targets name and chooses their containers, the
+/// endpoints side by side.
+async fn reach(targets: &Targets) -> Result<Vec<Reached>> {
+    let groups = by_endpoint(targets);
+    let reached = join_all(groups.into_iter().map(|(context, targets)| async move {
+        let docker = Docker::connect_to(context.as_deref()).await?;
+        let containers = select(&targets, &docker.containers().await?)?;
+        Ok::<_, Error>(Reached {
+            context,
+            docker,
+            containers,
+        })
+    }))
+    .await;
+    reached.into_iter().collect()
+}
+
+/// Each endpoint's clock against this host's, measured in its first container, the
+/// endpoints side by side. A clock that cannot be read is that endpoint's note, not the
+/// session's end.
+async fn clocks(reached: &[Reached]) -> Vec<std::result::Result<ClockOffset, String>> {
+    join_all(reached.iter().map(|r| async move {
+        let first = r.containers.first().ok_or("no container")?;
+        clocks::measure(&r.docker.shell(first))
+            .await
+            .map_err(|e| reason(&e))
+    }))
+    .await
+}
+
+fn clock_text(clock: &std::result::Result<ClockOffset, String>) -> String {
+    match clock {
+        Ok(c) => format!("{:+.1} ms ± {:.1} ms", c.offset_ms, c.uncertainty_ms),
+        Err(e) => format!("unknown ({e})"),
+    }
+}
+
+/// Every container once, keyed by name (and endpoint, when there are several).
+fn choose(reached: &[Reached]) -> Vec<Chosen> {
+    let mut chosen: Vec<Chosen> = Vec::new();
+    for r in reached {
+        for c in &r.containers {
+            let key = match &r.context {
+                Some(context) => format!("{}@{context}", c.name),
+                None => c.name.clone(),
+            };
+            if chosen.iter().any(|o| o.key == key) {
+                continue;
+            }
+            chosen.push(Chosen {
+                container: c.clone(),
+                context: r.context.clone(),
+                key,
+            });
+        }
+    }
+    chosen
+}
+
+/// The endpoints and their clocks before and after the window (none for one endpoint).
+fn endpoints(
+    reached: &[Reached],
+    several: bool,
+    clocks_before: &[std::result::Result<ClockOffset, String>],
+    clocks_after: &[std::result::Result<ClockOffset, String>],
+) -> Vec<SessionEndpoint> {
+    reached
+        .iter()
+        .enumerate()
+        .filter(|_| several)
+        .map(|(i, r)| {
+            let before = clocks_before.get(i);
+            let after = clocks_after.get(i);
+            SessionEndpoint {
+                context: r.context.clone().unwrap_or_else(|| "default".into()),
+                address: r.docker.address().to_string(),
+                containers: r.containers.iter().map(|c| c.name.clone()).collect(),
+                clock_before: before.and_then(|c| c.as_ref().ok().copied()),
+                clock_after: after.and_then(|c| c.as_ref().ok().copied()),
+                clock_errors: before
+                    .into_iter()
+                    .chain(after)
+                    .filter_map(|c| c.as_ref().err().cloned())
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// How the session's targets were named, for its record.
+fn targets_text(targets: &Targets) -> String {
+    match targets {
+        Targets::Named(_) => "named".into(),
+        Targets::Project(p) => format!("project {p}"),
+        Targets::All => "all".into(),
+    }
+}
+
+/// A kind as the session's record names it.
+fn kind_text(kind: &Kind) -> String {
+    match kind {
+        Kind::Offcpu(config) => format!("offcpu:{config}"),
+        k => k.name().to_string(),
+    }
+}
+
 /// Runs the session: every capture of every container over one aligned window.
 pub async fn run_session(
     settings: &ProfileSettings,
     interrupts: &mut Interrupts,
 ) -> Result<SessionOutcome> {
-    let docker = Docker::connect().await?;
-    let containers = select(&settings.targets, &docker.containers().await?)?;
-    let mut plans: Vec<(String, Kind, CaptureSettings)> = Vec::new();
-    for c in &containers {
+    let reached = reach(&settings.targets).await?;
+    let several = reached.len() > 1 || reached.iter().any(|r| r.context.is_some());
+    let chosen = choose(&reached);
+    // Before the window: an endpoint's offset is needed to read what its containers stamp.
+    let clocks_before = if several {
+        clocks(&reached).await
+    } else {
+        Vec::new()
+    };
+    for (r, clock) in reached.iter().zip(&clocks_before) {
+        eprintln!(
+            "endpoint {} ({}): clock {} against this host's",
+            r.context.as_deref().unwrap_or("default"),
+            r.docker.address(),
+            clock_text(clock)
+        );
+    }
+    let mut plans: Vec<(Chosen, Kind, CaptureSettings)> = Vec::new();
+    for c in &chosen {
         for kind in &settings.kinds {
             plans.push((
-                c.name.clone(),
+                c.clone(),
                 kind.clone(),
-                settings.capture(&c.name, kind)?,
+                settings.capture(&c.container.name, kind)?,
             ));
         }
     }
@@ -123,33 +289,42 @@ pub async fn run_session(
     )?;
     gate::set_session_name(&stem.file_name("json"));
     progress::start_session();
-    let gate = StartGate::new(plans.len() + containers.len());
-    let lines: BTreeMap<String, Line> = containers
+    let gate = StartGate::new(plans.len() + chosen.len());
+    let lines: BTreeMap<String, Line> = chosen
         .iter()
-        .map(|c| (c.name.clone(), Line::new(&c.name, &settings.kinds)))
+        .map(|c| (c.key.clone(), Line::new(&c.key, &settings.kinds)))
         .collect();
 
     // One task runs every capture and meter (the recipes need not be Send); they wait on
-    // Docker almost all the time, so they proceed side by side.
-    let meters = containers.iter().map(|c| {
+    // their endpoints almost all the time, so they proceed side by side. Each runs with
+    // its endpoint's context: its recipe connects by itself.
+    let meters = chosen.iter().map(|c| {
         let ticket = gate.ticket();
         let mut ints = interrupts.subscribe();
         let window = settings.duration;
         async move {
-            let reading = meter(&c.name, ticket, window, &mut ints).await;
-            (c.name.clone(), reading.map_err(|e| reason(&e)))
+            let reading = with_context(
+                c.context.clone(),
+                meter(&c.container.name, ticket, window, &mut ints),
+            )
+            .await;
+            (c.key.clone(), reading.map_err(|e| reason(&e)))
         }
     });
-    let runs = plans.into_iter().map(|(container, kind, capture)| {
+    let runs = plans.into_iter().map(|(chosen, kind, capture)| {
         let ticket = gate.ticket();
         let mut ints = interrupts.subscribe();
-        let line = lines[&container].clone();
+        let line = lines[&chosen.key].clone();
         let name = kind.name();
         async move {
-            let result = gate::with_ticket(ticket, run_one(capture, &mut ints)).await;
+            let result = with_context(
+                chosen.context.clone(),
+                gate::with_ticket(ticket, run_one(capture, &mut ints)),
+            )
+            .await;
             line.finished(name, &result);
             CaptureEnd {
-                container,
+                container: chosen.key,
                 kind: name,
                 result: result.map_err(|e| reason(&e)),
             }
@@ -168,32 +343,36 @@ pub async fn run_session(
     for line in lines.values() {
         line.done();
     }
+    // The windows start the release lead after the gate opened (capture/armed_stop.rs).
     let started_at = gate
         .opened_at()
-        .map(|at| Local::now() - chrono::TimeDelta::from_std(at.elapsed()).unwrap_or_default())
+        .map(|at| super::armed_stop::instant_on_wall_clock(at + super::armed_stop::RELEASE_LEAD))
         .unwrap_or_else(Local::now);
 
-    let rows = containers
+    // After the window: a clock that drifted, or was stepped, shows as a different offset.
+    let clocks_after = if several {
+        clocks(&reached).await
+    } else {
+        Vec::new()
+    };
+    let endpoints = endpoints(&reached, several, &clocks_before, &clocks_after);
+    for (e, after) in endpoints.iter().zip(&clocks_after) {
+        eprintln!(
+            "endpoint {} after the window: clock {}",
+            e.context,
+            clock_text(after)
+        );
+    }
+    let rows = chosen
         .iter()
-        .map(|c| row(&c.name, &captures, readings.get(&c.name), settings.duration))
+        .map(|c| row(&c.key, &captures, readings.get(&c.key), settings.duration))
         .collect();
     let record = SessionRecord {
         devprof_version: env!("CARGO_PKG_VERSION").to_string(),
         kind: "session".into(),
         created: Local::now().to_rfc3339(),
-        targets: match &settings.targets {
-            Targets::Named(_) => "named".into(),
-            Targets::Project(p) => format!("project {p}"),
-            Targets::All => "all".into(),
-        },
-        kinds: settings
-            .kinds
-            .iter()
-            .map(|k| match k {
-                Kind::Offcpu(config) => format!("offcpu:{config}"),
-                k => k.name().to_string(),
-            })
-            .collect(),
+        targets: targets_text(&settings.targets),
+        kinds: settings.kinds.iter().map(kind_text).collect(),
         duration_requested_s: settings.duration.as_secs_f64(),
         started_at: super::session::instant_text(&started_at),
         interrupted: interrupts.pending(),
@@ -203,6 +382,16 @@ pub async fn run_session(
             .map(|c| capture_record(c, &settings.output_dir))
             .collect(),
         thresholds: thresholds_text(),
+        alignment: Some(super::alignment::measure(
+            captures.iter().filter_map(|c| {
+                c.result
+                    .as_ref()
+                    .ok()
+                    .map(|done| (c.container.as_str(), c.kind, done))
+            }),
+            &endpoints,
+        )),
+        endpoints,
     };
     let text = serde_json::to_string_pretty(&record).expect("session record serializes");
     std::fs::write(stem.path("json"), text + "\n")
@@ -228,24 +417,9 @@ fn reason(e: &Error) -> String {
 
 async fn run_one(capture: CaptureSettings, ints: &mut Interrupts) -> Result<Done> {
     match capture {
-        CaptureSettings::Cpu(s) => cpu::run_cpu(&s, ints).await.map(|o| Done {
-            manifest: o.manifest,
-            manifest_path: o.manifest_path,
-            files: o.files,
-            warnings: o.warnings,
-        }),
-        CaptureSettings::Heap(s) => heap::run_heap(&s, ints).await.map(|o| Done {
-            manifest: o.manifest,
-            manifest_path: o.manifest_path,
-            files: o.files,
-            warnings: o.warnings,
-        }),
-        CaptureSettings::Offcpu(s) => offcpu::run_offcpu(&s, ints).await.map(|o| Done {
-            manifest: o.manifest,
-            manifest_path: o.manifest_path,
-            files: o.files,
-            warnings: o.warnings,
-        }),
+        CaptureSettings::Cpu(s) => cpu::run_cpu(&s, ints).await,
+        CaptureSettings::Heap(s) => heap::run_heap(&s, ints).await.map(Done::from),
+        CaptureSettings::Offcpu(s) => offcpu::run_offcpu(&s, ints).await.map(Done::from),
     }
 }
 
@@ -336,11 +510,25 @@ fn row(
         .and_then(|d| d.manifest.offcpu.as_ref())
         .and_then(|o| o.off_cpu.as_ref())
         .map(|o| o.total_us as f64 / 1e6);
+    // Where the off-CPU time went, from the capture's off-CPU time stacks.
+    let waits = done("offcpu")
+        .and_then(|d| {
+            let dir = d.manifest_path.parent()?;
+            let file = d
+                .manifest
+                .files
+                .iter()
+                .find(|f| f.name.ends_with(".offcpu.folded"))?;
+            crate::store::catalog::listed_path(dir, &file.name)
+        })
+        .and_then(|path| crate::store::loader::read(&path).ok())
+        .map(|folded| Waits::of(&folded));
     let measured = Measured {
         cpu_cores: cpu.map(|c| c.cores),
         window_s,
         heap_growth_bytes,
         offcpu_s,
+        waits,
     };
     SessionRow {
         container: container.to_string(),
@@ -476,6 +664,28 @@ mod tests {
             project: project.map(str::to_string),
             labels,
         }
+    }
+
+    #[test]
+    fn targets_are_grouped_by_the_context_after_their_at_sign() {
+        assert_eq!(
+            split_context("demo-seq@podman"),
+            ("demo-seq", Some("podman"))
+        );
+        assert_eq!(split_context("demo-seq"), ("demo-seq", None));
+        // Nothing on one side: not a context.
+        assert_eq!(split_context("demo-seq@"), ("demo-seq@", None));
+        let named = |items: &[&str]| Targets::Named(items.iter().map(|s| s.to_string()).collect());
+        let groups = by_endpoint(&named(&["a", "b@p", "c", "d@q", "e@p"]));
+        assert_eq!(
+            groups,
+            vec![
+                (None, named(&["a", "c"])),
+                (Some("p".into()), named(&["b", "e"])),
+                (Some("q".into()), named(&["d"])),
+            ]
+        );
+        assert_eq!(by_endpoint(&Targets::All), vec![(None, Targets::All)]);
     }
 
     #[test]

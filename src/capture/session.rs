@@ -3,20 +3,26 @@
 //! in a pidfile, Ctrl-C (the first stops the recorder early, which still writes its output;
 //! a second aborts), and clean-up that leaves no recorder and no file behind.
 
+use super::armed_stop::{
+    instant_on_wall_clock, recorder_pid_fn, release_line, stop_recorder, ArmedStop, RELEASE_LEAD,
+};
 use super::gate;
 use super::liveness::{Stop, Watch, PROCESS_CHECK, PROCESS_CHECK_FOLLOWED};
+use super::record_script::{
+    controlled_argv, record_script, without_control_lines, READY_MARKER, START_MARKER,
+};
 use crate::docker::exec::ROOT;
 use crate::docker::pipe::CHANNEL_CHUNKS;
 use crate::docker::{ContainerShell, ExecOutput, Shell};
-use crate::engines::perf::first_error_line;
 use crate::error::{Error, Result};
 use crate::signals::Interrupts;
 use crate::store::Stem;
-use crate::text::quote;
+use crate::text::{first_error_line, quote};
 use crate::ui::progress;
 use crate::units::human_duration;
 use bytes::Bytes;
 use chrono::{DateTime, Local, SecondsFormat};
+use indicatif::ProgressBar;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -40,26 +46,23 @@ pub async fn make_workdir(shell: &Shell) -> Result<String> {
 const CLEANUP_LIMIT: Duration = Duration::from_secs(20);
 
 /// Stops a recorder that may still run from `workdir` and removes the directory. The pid
-/// in the pidfile is signalled only while that process's command line still names
-/// `workdir` (the recorder writes there), never a process that reused the pid. Any other
-/// perf whose command line names `workdir` (a `perf script` reading its data, left when
-/// the stream that read it was dropped at a Ctrl-C) is killed too; the match is on the
-/// program name (`perf*`) so that this very shell, whose command line names the
-/// directory as well, is never one of them.
+/// in the pidfile is signalled only when `recorder_pid_fn` accepts it. Any other process
+/// whose command line names `workdir` (an engine's reader of its output, such as a
+/// `perf script` left when the stream that read it was dropped at a Ctrl-C) is killed too,
+/// whatever the engine; this very shell, whose command line names the directory as well,
+/// is never one of them.
 pub async fn cleanup_workdir(shell: &Shell, workdir: &str) {
     let script = format!(
-        "p=$(cat {wd}/perf.pid 2>/dev/null); \
-         c=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); \
-         case \"$c\" in *{wd}*) mine=1;; *) mine=;; esac; \
-         if [ -n \"$p\" ] && [ -n \"$mine\" ] && kill -0 \"$p\" 2>/dev/null; then \
+        "{recorder}if recorder && kill -0 \"$p\" 2>/dev/null; then \
            kill -INT \"$p\" 2>/dev/null; i=0; \
            while kill -0 \"$p\" 2>/dev/null && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done; \
            kill -KILL \"$p\" 2>/dev/null; \
          fi; \
          for d in /proc/[0-9]*; do \
-           case \"$(cat $d/comm 2>/dev/null)\" in perf*) ;; *) continue;; esac; \
+           [ \"${{d#/proc/}}\" = $$ ] && continue; \
            case \"$(tr '\\0' ' ' < $d/cmdline 2>/dev/null)\" in *{wd}*) kill -KILL \"${{d#/proc/}}\" 2>/dev/null;; esac; \
          done; rm -rf {wd}",
+        recorder = recorder_pid_fn(workdir),
         wd = quote(workdir)
     );
     match tokio::time::timeout(CLEANUP_LIMIT, shell.sh(&script)).await {
@@ -76,6 +79,39 @@ pub async fn cleanup_workdir(shell: &Shell, workdir: &str) {
     }
 }
 
+/// How long devprof waits for a target paused during a capture to be unpaused, to clean
+/// up in it (devprof never unpauses a container someone else paused).
+const UNPAUSE_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether the capture's workdir can still be cleaned up in the container after `result`:
+/// not when the container stopped (it took the recorder and the directory with it); when
+/// it was paused with the recorder in it, once it is unpaused (a bounded wait), else what
+/// is left is said with the command that removes it.
+pub async fn cleanable<T>(watch: &Watch, workdir: &str, result: &Result<T>) -> bool {
+    let Err(e) = result else {
+        return true;
+    };
+    match e.cause() {
+        Error::TargetStopped { .. } => false,
+        Error::PausedDuringCapture { container, .. } if watch.in_target() => {
+            eprintln!(
+                "note: {container} is paused; waiting up to {} s for it to be unpaused to remove {workdir} from it (devprof does not unpause it)",
+                UNPAUSE_WAIT.as_secs()
+            );
+            if watch.until_unpaused(UNPAUSE_WAIT).await {
+                return true;
+            }
+            eprintln!(
+                "warning: left in {container}: {workdir} and the recorder started there (frozen with the container; \
+                 it ends by itself when its window would have ended, once the container runs again). \
+                 After `docker unpause {container}`, remove the directory: `docker exec {container} rm -rf {workdir}`"
+            );
+            false
+        }
+        _ => true,
+    }
+}
+
 /// How the recording window went.
 pub struct Recording {
     pub output: ExecOutput,
@@ -88,27 +124,44 @@ pub struct Recording {
     /// When the process exited during the window (its container still running), the
     /// time from the start of the window.
     pub process_exited: Option<Duration>,
+    /// When the target was paused during the window (sidecar mode: the recorder beside it
+    /// was stopped then and wrote what it had), the time from the start of the window.
+    pub paused: Option<Duration>,
     /// When the recorder was seen running (its first output line reached devprof) and when
     /// it ended, by this host's clock.
     pub started_at: DateTime<Local>,
     pub stopped_at: DateTime<Local>,
+    /// Markers from the target's log lines over the window (`<stem>.markers`), when this
+    /// run has marker rules for it.
+    pub markers: Option<super::markers::MarkersOutcome>,
 }
 
 impl Recording {
+    /// What the capture's summary and manifest say about a pause during the window.
+    pub fn paused_warning(&self, container: &str) -> Option<String> {
+        self.paused.map(|at| {
+            format!(
+                "{container} was paused (`docker pause`) at T+{} s: its processes were frozen from then on, so the profile covers the window until then",
+                at.as_secs()
+            )
+        })
+    }
+
     /// Writes the window's real start and stop instants into `manifest`.
     pub fn stamp(&self, manifest: &mut crate::store::Manifest) {
         manifest.window_started_at = Some(instant_text(&self.started_at));
         manifest.window_stopped_at = Some(instant_text(&self.stopped_at));
         manifest.session = gate::session_name();
+        if let Some(markers) = &self.markers {
+            if let Some(path) = &markers.path {
+                if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+                    manifest.record_file(dir, &name.to_string_lossy());
+                }
+            }
+            manifest.notes.extend(markers.notes.iter().cloned());
+        }
     }
 }
-
-/// The line the record script prints right before it becomes the recorder: its arrival
-/// is the start of the window as seen from here.
-const START_MARKER: &str = "devprof-recorder-started";
-
-/// The line the record script prints once it runs and waits to be released.
-const READY_MARKER: &str = "devprof-recorder-ready";
 
 /// An instant in manifests: RFC 3339 with milliseconds.
 pub fn instant_text(at: &DateTime<Local>) -> String {
@@ -146,6 +199,10 @@ pub struct Window<'a> {
     /// process is then checked rarely during the window (each check costs the engine an
     /// exec).
     pub ends_with_target: bool,
+    /// `argv` is `perf record ... -- sleep SECONDS`: in a session it is started before the
+    /// gate with its events disabled and enabled through a control fifo when released, so
+    /// that its start-up (seconds on a loaded host) is paid before the window, not in it.
+    pub enable_on_release: bool,
 }
 
 pub use crate::store::ARTIFACT_EXTENSIONS;
@@ -160,53 +217,14 @@ pub async fn record(
     interrupts: &mut Interrupts,
     stem: &Stem,
 ) -> Result<Recording> {
-    let Window {
-        argv: record_argv,
-        duration,
-        label,
-        notes,
-        user,
-        watch,
-        until_command_ends,
-        ends_with_target,
-    } = *window;
-    let record_script = format!(
-        "echo $$ > {pidfile}; echo {READY_MARKER}; read _go || exit 0; echo {START_MARKER}; exec {cmd}",
-        pidfile = quote(&format!("{workdir}/perf.pid")),
-        cmd = record_argv
-            .iter()
-            .map(|a| quote(a))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    // The exec starts now and waits for a line on its stdin, written when the window
-    // opens: in a session, when every capture is ready, so the recorders are released
-    // together rather than one exec start after another.
-    let docker = shell.docker().clone();
-    let container = shell.container().to_string();
-    let user = user.unwrap_or(ROOT).to_string();
-    let (tx, mut chunks) = mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
-    let (go, ready) = tokio::sync::oneshot::channel::<()>();
-    let (running_tx, running) = tokio::sync::oneshot::channel::<()>();
-    let mut task = tokio::spawn(async move {
-        let go = async {
-            if ready.await.is_err() {
-                // Never told to start: the task is being aborted.
-                std::future::pending::<()>().await;
-            }
-        };
-        docker
-            .exec_streaming_released(
-                &container,
-                Some(&user),
-                &["sh", "-c", &record_script],
-                READY_MARKER,
-                tx,
-                running_tx,
-                go,
-            )
-            .await
-    });
+    let Recorder {
+        mut task,
+        mut chunks,
+        go,
+        running,
+        controlled,
+        released,
+    } = Recorder::start(shell, workdir, window);
     // Ready only once the recorder's shell runs: the last capture to arrive opens the
     // gate, and an exec still being started then would start late.
     tokio::select! {
@@ -216,169 +234,466 @@ pub async fn record(
             return Err(Error::Interrupted);
         }
     }
-    tokio::select! {
-        _ = gate::wait_for_start() => {}
+    // In a session every recorder is stopped at the same instant, the gate's opening plus
+    // the window, by a stop armed before the gate (its exec started then, not in the
+    // instant every recorder is released): the recorders' own timers would end each
+    // window one start-up later than the other.
+    let (stop_at, stop_when) = tokio::sync::watch::channel(None);
+    let _armed = (gate::in_session() && !window.until_command_ends)
+        .then(|| ArmedStop::arm(shell, workdir, stop_when));
+    let opened = tokio::select! {
+        opened = gate::wait_for_start() => opened,
         _ = interrupts.next() => {
             task.abort();
             return Err(Error::Interrupted);
         }
-    }
-    let _ = go.send(());
-    let started = Instant::now();
-    let bar = if until_command_ends {
-        progress::spinner(label)
-    } else {
-        progress::capture_bar(duration, label)
     };
-    // Without a terminal there is no bar: one line in the log says when the window opens.
-    if bar.is_hidden() {
-        let opened = if until_command_ends {
-            format!("{label}: started")
-        } else {
-            format!("{label}: {} window started", human_duration(duration))
-        };
-        progress::note(None, &opened);
+    let _ = go.send(());
+    // In a session the window starts when the recorder's task released it, on this host's
+    // clock (a perf recorder's events are enabled then); alone, when its shell says so.
+    let released_at = match (opened, released) {
+        (Some(_), Some(released)) => Some(released.await.unwrap_or_else(|_| Local::now())),
+        _ => None,
+    };
+    if let Some(at) = opened {
+        let end = at + RELEASE_LEAD + window.duration;
+        stop_at.send_replace(Some(tokio::time::Instant::from(end)));
     }
-    for note in notes {
-        progress::note(Some(&bar), &format!("note: {note}"));
-    }
-    let mut stdout: Vec<u8> = Vec::new();
-    let mut started_at: Option<DateTime<Local>> = None;
-    let (grace, last_grace) = grace(duration);
-    let soft_deadline = tokio::time::sleep(duration + grace);
+    // Markers: the target's log stream is followed over the window (capture/markers.rs).
+    let follower = super::markers::follow(shell.docker(), window.watch.container());
+    let mut state = WindowState::open(shell, workdir, window, stem);
+    state.started_at = released_at;
+    let (grace, last_grace) = grace(window.duration);
+    let soft_deadline = tokio::time::sleep(window.duration + grace);
     tokio::pin!(soft_deadline);
-    let mut hard_deadline: Option<Instant> = None;
-    let process_check = match (until_command_ends, ends_with_target) {
+    let process_check = match (window.until_command_ends, window.ends_with_target) {
         (true, _) => None,
         (false, true) => Some(PROCESS_CHECK_FOLLOWED),
         (false, false) => Some(PROCESS_CHECK),
     };
-    let stopped = watch.until_stopped(started, process_check);
+    let stopped = window.watch.until_stopped(state.started, process_check);
     tokio::pin!(stopped);
     let mut watching = true;
-    let mut stop_requested: Option<Instant> = None;
-    let mut process_exited: Option<Duration> = None;
-    let mut output = loop {
+    let output = loop {
         tokio::select! {
             joined = &mut task => {
                 break joined.map_err(|e| Error::io("recorder task", std::io::Error::other(e)))??;
             }
-            Some(chunk) = chunks.recv() => {
-                started_at.get_or_insert_with(Local::now);
-                stdout.extend_from_slice(&chunk);
-            }
-            _ = interrupts.next() => {
-                if stop_requested.is_some() {
-                    bar.abandon_with_message("aborted");
-                    task.abort();
-                    stem.discard(ARTIFACT_EXTENSIONS);
-                    return Err(Error::Interrupted);
-                }
-                stop_requested = Some(Instant::now());
-                if until_command_ends {
-                    bar.set_message("stopping the command (Ctrl-C again aborts)");
-                    super::command::stop_command(shell, workdir).await;
-                } else {
-                    bar.set_message("stopping the recorder (Ctrl-C again aborts)");
-                }
-                stop_recorder(shell, workdir).await;
-            }
+            Some(chunk) = chunks.recv() => state.received(&chunk),
+            _ = interrupts.next() => state.interrupted(&task).await?,
             stop = &mut stopped, if watching => {
                 watching = false;
-                match stop {
-                    Stop::Container { exit_code, at } => {
-                        bar.abandon_with_message("the target stopped");
-                        task.abort();
-                        stem.discard(ARTIFACT_EXTENSIONS);
-                        return Err(watch.stopped_error(exit_code, at));
-                    }
-                    Stop::Process { at } => {
-                        // Its container runs on: perf still writes what it recorded.
-                        process_exited = Some(at);
-                        bar.set_message(format!("pid {} exited; stopping the recorder", watch.pid()));
-                        stop_recorder(shell, workdir).await;
-                    }
-                }
+                state.target_stopped(stop, &task).await?;
             }
-            _ = &mut soft_deadline, if hard_deadline.is_none() => {
-                hard_deadline = Some(Instant::now() + last_grace);
-                bar.set_message("the recorder overran the window; stopping it");
-                stop_recorder(shell, workdir).await;
+            _ = &mut soft_deadline, if state.hard_deadline.is_none() => {
+                state.overran(last_grace).await;
             }
             _ = tokio::time::sleep(Duration::from_millis(100)) => {
-                if hard_deadline.is_some_and(|at| Instant::now() >= at) {
-                    bar.abandon_with_message("the recorder did not stop");
-                    task.abort();
-                    stem.discard(ARTIFACT_EXTENSIONS);
-                    return Err(Error::PerfFailed {
-                        container: shell.container().to_string(),
-                        step: "recording".into(),
-                        detail: format!(
-                            "the recorder was still running {} s after a {} s window and did not stop when asked",
-                            (duration + grace + last_grace).as_secs(),
-                            duration.as_secs()
-                        ),
-                    });
-                }
-                if !until_command_ends {
-                    let tenths = (started.elapsed().as_millis() / 100) as u64;
-                    bar.set_position(tenths.min(bar.length().unwrap_or(tenths)));
-                }
+                state.tick(&task, grace + last_grace)?;
             }
         }
     };
-    let stopped_at = Local::now();
-    while let Some(chunk) = chunks.recv().await {
-        stdout.extend_from_slice(&chunk);
+    let mut recording = state.close(output, chunks, follower).await?;
+    if controlled {
+        recording.output.stderr = without_control_lines(&recording.output.stderr);
     }
-    let text = String::from_utf8_lossy(&stdout);
-    output.stdout = text
-        .strip_prefix(START_MARKER)
-        .map(|rest| rest.strip_prefix('\n').unwrap_or(rest))
-        .unwrap_or(&text)
-        .to_string();
-    let started_at = started_at.unwrap_or(stopped_at);
-    if !output.success() {
-        // perf killed with its container ends the exec before the engine says why.
-        if let Some(Stop::Container { exit_code, at }) = watch.settle(started).await {
-            bar.abandon_with_message("the target stopped");
-            stem.discard(ARTIFACT_EXTENSIONS);
-            return Err(watch.stopped_error(exit_code, at));
-        }
-    }
-    bar.finish_and_clear();
-    let elapsed = started.elapsed();
-    if !until_command_ends
-        && stop_requested.is_none()
-        && process_exited.is_none()
-        && elapsed + Duration::from_secs(1) < duration
-        && !watch.process_alive().await
-    {
-        // perf ends by itself when every thread it follows has exited.
-        process_exited = Some(elapsed);
-    }
-    let ended_early = match (stop_requested.map(|at| at - started), process_exited) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    let window = ended_early.unwrap_or(elapsed).min(duration);
-    Ok(Recording {
-        output,
-        window,
-        elapsed,
-        interrupted: stop_requested.is_some(),
-        process_exited,
-        started_at,
-        stopped_at,
-    })
+    Ok(recording)
 }
 
-/// Asks the recorder started from `workdir` to stop; it then writes its output and exits.
-async fn stop_recorder(shell: &Shell, workdir: &str) {
-    let script = format!(
-        "f={pidfile}; i=0; while [ ! -s \"$f\" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; \
-         kill -INT \"$(cat \"$f\")\" 2>/dev/null",
-        pidfile = quote(&format!("{workdir}/perf.pid"))
-    );
-    let _ = shell.sh(&script).await;
+/// The recorder's exec, started and waiting for the window to open.
+struct Recorder {
+    task: tokio::task::JoinHandle<Result<ExecOutput>>,
+    /// Its standard output as it arrives.
+    chunks: mpsc::Receiver<Bytes>,
+    /// Sent when the window opens: the recorder starts then.
+    go: tokio::sync::oneshot::Sender<()>,
+    /// Told once the recorder's shell runs.
+    running: tokio::sync::oneshot::Receiver<()>,
+    /// Started before the gate with its events disabled (`Window::enable_on_release`).
+    controlled: bool,
+    /// In a session: when the recorder's task released it, as the gate opened.
+    released: Option<tokio::sync::oneshot::Receiver<DateTime<Local>>>,
+}
+
+impl Recorder {
+    /// Starts the exec now; it waits for a line on its stdin, written when the window
+    /// opens: in a session, when every capture is ready, so the recorders are released
+    /// together rather than one exec start after another.
+    fn start(shell: &Shell, workdir: &str, window: &Window<'_>) -> Recorder {
+        let controlled =
+            (window.enable_on_release && gate::in_session() && !window.until_command_ends)
+                .then(|| controlled_argv(window.argv, workdir, window.duration))
+                .flatten();
+        let record_script = record_script(window.argv, controlled.as_deref(), workdir);
+        let docker = shell.docker().clone();
+        let container = shell.container().to_string();
+        let user = window.user.unwrap_or(ROOT).to_string();
+        let (tx, chunks) = mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
+        let (go, ready) = tokio::sync::oneshot::channel::<()>();
+        let (running_tx, running) = tokio::sync::oneshot::channel::<()>();
+        // In a session this task waits for the gate itself: the captures' own futures may
+        // be polled one after another, each with work to do once the gate opens.
+        let opening = gate::opening();
+        let (released_tx, released) = tokio::sync::oneshot::channel::<DateTime<Local>>();
+        let released = opening.is_some().then_some(released);
+        let task = tokio::spawn(async move {
+            let go = async {
+                match opening {
+                    Some(opening) => {
+                        // Every recorder starts at the gate's opening plus the lead, by
+                        // its container's clock: the line may take a while to get there.
+                        let opened = opening.await;
+                        let start = instant_on_wall_clock(opened + RELEASE_LEAD);
+                        let _ = released_tx.send(start);
+                        release_line(start)
+                    }
+                    None => {
+                        if ready.await.is_err() {
+                            // Never told to start: the task is being aborted.
+                            std::future::pending::<()>().await;
+                        }
+                        "go".to_string()
+                    }
+                }
+            };
+            docker
+                .exec_streaming_released(
+                    &container,
+                    Some(&user),
+                    &["sh", "-c", &record_script],
+                    READY_MARKER,
+                    tx,
+                    running_tx,
+                    go,
+                )
+                .await
+        });
+        Recorder {
+            task,
+            chunks,
+            go,
+            running,
+            controlled: controlled.is_some(),
+            released,
+        }
+    }
+}
+
+/// An open window: what happened in it so far, and its progress bar.
+struct WindowState<'a> {
+    shell: &'a Shell,
+    workdir: &'a str,
+    window: &'a Window<'a>,
+    stem: &'a Stem,
+    bar: ProgressBar,
+    started: Instant,
+    stdout: Vec<u8>,
+    started_at: Option<DateTime<Local>>,
+    /// Once the recorder overran the window: when it is given up on.
+    hard_deadline: Option<Instant>,
+    stop_requested: Option<Instant>,
+    process_exited: Option<Duration>,
+    paused: Option<Duration>,
+}
+
+impl<'a> WindowState<'a> {
+    /// The window opens now: its bar, or without a terminal one line in the log, and the
+    /// notes above it.
+    fn open(shell: &'a Shell, workdir: &'a str, window: &'a Window<'a>, stem: &'a Stem) -> Self {
+        let (label, duration) = (window.label, window.duration);
+        let started = Instant::now();
+        let bar = if window.until_command_ends {
+            progress::spinner(label)
+        } else {
+            progress::capture_bar(duration, label)
+        };
+        // Without a terminal there is no bar: one line in the log says when the window opens.
+        if bar.is_hidden() {
+            let opened = if window.until_command_ends {
+                format!("{label}: started")
+            } else {
+                format!("{label}: {} window started", human_duration(duration))
+            };
+            progress::note(None, &opened);
+        }
+        for note in window.notes {
+            progress::note(Some(&bar), &format!("note: {note}"));
+        }
+        WindowState {
+            shell,
+            workdir,
+            window,
+            stem,
+            bar,
+            started,
+            stdout: Vec::new(),
+            started_at: None,
+            hard_deadline: None,
+            stop_requested: None,
+            process_exited: None,
+            paused: None,
+        }
+    }
+
+    fn received(&mut self, chunk: &[u8]) {
+        self.started_at.get_or_insert_with(Local::now);
+        self.stdout.extend_from_slice(chunk);
+    }
+
+    /// The window ends with `error`: the recorder's exec dropped and the stem's files gone.
+    fn abandon<T>(
+        &self,
+        task: &tokio::task::JoinHandle<T>,
+        message: &'static str,
+        error: Error,
+    ) -> Error {
+        self.bar.abandon_with_message(message);
+        task.abort();
+        self.stem.discard(ARTIFACT_EXTENSIONS);
+        error
+    }
+
+    /// Ctrl-C: the first stops the recorder (or the command), a second aborts.
+    async fn interrupted<T>(&mut self, task: &tokio::task::JoinHandle<T>) -> Result<()> {
+        if self.stop_requested.is_some() {
+            return Err(self.abandon(task, "aborted", Error::Interrupted));
+        }
+        self.stop_requested = Some(Instant::now());
+        if self.window.until_command_ends {
+            self.bar
+                .set_message("stopping the command (Ctrl-C again aborts)");
+            super::command::stop_command(self.shell, self.workdir).await;
+        } else {
+            self.bar
+                .set_message("stopping the recorder (Ctrl-C again aborts)");
+        }
+        stop_recorder(self.shell, self.workdir).await;
+        Ok(())
+    }
+
+    /// The target stopped, exited or was paused during the window.
+    async fn target_stopped<T>(
+        &mut self,
+        stop: Stop,
+        task: &tokio::task::JoinHandle<T>,
+    ) -> Result<()> {
+        let watch = self.window.watch;
+        match stop {
+            Stop::Container { exit_code, at } => {
+                let e = watch.stopped_error(exit_code, at);
+                return Err(self.abandon(task, "the target stopped", e));
+            }
+            Stop::Process { at } => {
+                // Its container runs on: perf still writes what it recorded.
+                self.process_exited = Some(at);
+                self.bar
+                    .set_message(format!("pid {} exited; stopping the recorder", watch.pid()));
+            }
+            Stop::Paused { at } if watch.in_target() => {
+                // The recorder is frozen with the container: it can neither be
+                // stopped nor write its output until someone unpauses it.
+                let e = watch.paused_error(at, "recording window");
+                return Err(self.abandon(task, "the target was paused", e));
+            }
+            Stop::Paused { at } => {
+                // A sidecar's recorder is not frozen: it writes what it recorded.
+                self.paused = Some(at);
+                self.bar
+                    .set_message("the target was paused; stopping the recorder");
+            }
+        }
+        stop_recorder(self.shell, self.workdir).await;
+        Ok(())
+    }
+
+    /// The recorder ran past the window and its grace: it is asked to stop, and given
+    /// `last_grace` more.
+    async fn overran(&mut self, last_grace: Duration) {
+        self.hard_deadline = Some(Instant::now() + last_grace);
+        self.bar
+            .set_message("the recorder overran the window; stopping it");
+        stop_recorder(self.shell, self.workdir).await;
+    }
+
+    /// Every 100 ms: the bar moves, and a recorder past its last deadline is given up on
+    /// (`graces`: how long past the window that is).
+    fn tick<T>(&mut self, task: &tokio::task::JoinHandle<T>, graces: Duration) -> Result<()> {
+        let duration = self.window.duration;
+        if self.hard_deadline.is_some_and(|at| Instant::now() >= at) {
+            let e = Error::PerfFailed {
+                container: self.shell.container().to_string(),
+                step: "recording".into(),
+                detail: format!(
+                    "the recorder was still running {} s after a {} s window and did not stop when asked",
+                    (duration + graces).as_secs(),
+                    duration.as_secs()
+                ),
+            };
+            return Err(self.abandon(task, "the recorder did not stop", e));
+        }
+        if !self.window.until_command_ends {
+            let tenths = (self.started.elapsed().as_millis() / 100) as u64;
+            self.bar
+                .set_position(tenths.min(self.bar.length().unwrap_or(tenths)));
+        }
+        Ok(())
+    }
+
+    /// The recorder ended with `output`: the rest of its output read, markers written, and
+    /// how the window went.
+    async fn close(
+        mut self,
+        mut output: ExecOutput,
+        mut chunks: mpsc::Receiver<Bytes>,
+        follower: Option<super::markers::Follower>,
+    ) -> Result<Recording> {
+        let (watch, duration, stem) = (self.window.watch, self.window.duration, self.stem);
+        let stopped_at = Local::now();
+        while let Some(chunk) = chunks.recv().await {
+            self.stdout.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8_lossy(&self.stdout);
+        output.stdout = text
+            .strip_prefix(START_MARKER)
+            .map(|rest| rest.strip_prefix('\n').unwrap_or(rest))
+            .unwrap_or(&text)
+            .to_string();
+        let started_at = self.started_at.unwrap_or(stopped_at);
+        let markers = match follower {
+            Some(f) => Some(f.finish(stopped_at, stem).await),
+            None => None,
+        };
+        if !output.success() {
+            // perf killed with its container ends the exec before the engine says why.
+            if let Some(Stop::Container { exit_code, at }) = watch.settle(self.started).await {
+                self.bar.abandon_with_message("the target stopped");
+                stem.discard(ARTIFACT_EXTENSIONS);
+                return Err(watch.stopped_error(exit_code, at));
+            }
+        }
+        self.bar.finish_and_clear();
+        let elapsed = self.started.elapsed();
+        let mut process_exited = self.process_exited;
+        if !self.window.until_command_ends
+            && self.stop_requested.is_none()
+            && process_exited.is_none()
+            && elapsed + Duration::from_secs(1) < duration
+            && !watch.process_alive().await
+        {
+            // perf ends by itself when every thread it follows has exited.
+            process_exited = Some(elapsed);
+        }
+        let ended_early = [
+            self.stop_requested.map(|at| at - self.started),
+            process_exited,
+            self.paused,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let window = ended_early.unwrap_or(elapsed).min(duration);
+        Ok(Recording {
+            output,
+            window,
+            elapsed,
+            interrupted: self.stop_requested.is_some(),
+            process_exited,
+            paused: self.paused,
+            started_at,
+            stopped_at,
+            markers,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::armed_stop::stop_script;
+    use crate::capture::RECORDER_PIDFILE;
+
+    /// Runs the stop script on this host against a pidfile holding `pid_text`, with a
+    /// process whose command line names the workdir (the recorder) and one that does not
+    /// (a bystander); `kill` is a function that only writes down what it was asked to
+    /// signal (a check gone wrong must not signal this host's processes). Returns those
+    /// arguments.
+    fn stop_with_pidfile(pid_text: impl Fn(u32, u32) -> String) -> (Vec<String>, u32) {
+        let dir = tempfile::tempdir().unwrap();
+        let workdir = dir
+            .path()
+            .join("devprof.test")
+            .to_string_lossy()
+            .into_owned();
+        std::fs::create_dir(&workdir).unwrap();
+        // A shell whose command line names the workdir stands in for the recorder.
+        let mut recorder = std::process::Command::new("sh")
+            .args(["-c", "sleep 30", "sh", &format!("{workdir}/perf.data")])
+            .spawn()
+            .unwrap();
+        let mut bystander = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        std::fs::write(
+            format!("{workdir}/{RECORDER_PIDFILE}"),
+            pid_text(recorder.id(), bystander.id()),
+        )
+        .unwrap();
+        let log = dir.path().join("kills");
+        let script = format!(
+            "kill() {{ printf '%s\\n' \"$*\" >> {}; }}; {}",
+            quote(&log.to_string_lossy()),
+            stop_script(&workdir).replace("[ $i -lt 50 ]", "[ $i -lt 3 ]")
+        );
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        let recorder_pid = recorder.id();
+        for child in [&mut recorder, &mut bystander] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let kills = std::fs::read_to_string(&log).unwrap_or_default();
+        (kills.lines().map(String::from).collect(), recorder_pid)
+    }
+
+    #[test]
+    fn stop_recorder_signals_only_the_recorder_the_pidfile_names() {
+        let (kills, recorder) = stop_with_pidfile(|r, _| format!("{r}\n"));
+        assert_eq!(kills, [format!("-INT {recorder}")]);
+        // What the target's user may write there instead: nothing is signalled.
+        let never = |text: &dyn Fn(u32, u32) -> String| stop_with_pidfile(text).0;
+        assert_eq!(
+            never(&|_, b| b.to_string()),
+            Vec::<String>::new(),
+            "a foreign pid"
+        );
+        assert_eq!(
+            never(&|_, _| "-1".into()),
+            Vec::<String>::new(),
+            "every process"
+        );
+        assert_eq!(
+            never(&|_, _| "0".into()),
+            Vec::<String>::new(),
+            "the process group"
+        );
+        assert_eq!(never(&|r, _| format!("0{r}")), Vec::<String>::new());
+        assert_eq!(never(&|r, _| format!("{r} -1")), Vec::<String>::new());
+        assert_eq!(never(&|_, _| String::new()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn stop_and_cleanup_share_one_check_of_the_pidfile() {
+        let check = recorder_pid_fn("/tmp/devprof.x");
+        assert!(stop_script("/tmp/devprof.x").starts_with(&check));
+        // cleanup_workdir's script is built around the same function.
+        assert!(!check.contains("kill"));
+    }
 }

@@ -82,6 +82,7 @@ pub async fn start<E: Engine>(
     if !docker.has_image(&image).await {
         return Err(Error::ProfilerImageMissing {
             container: container.name.clone(),
+            fix: docker.flavour().await.image_fix(&image),
             image,
         });
     }
@@ -122,9 +123,22 @@ pub async fn start<E: Engine>(
         };
         let info = match docker.start_sidecar(&spec).await {
             Ok(info) => info,
-            Err(e) => {
+            Err(e) if refuses_rights(&e.to_string()) => {
                 refusals.push(format!("{}: {}", tier.why, first_line(&e.to_string())));
                 continue;
+            }
+            // Anything else is the endpoint failing, not a right it withholds: more rights
+            // would fail the same way, so the ladder stops here.
+            Err(e) => {
+                return Err(Error::PerfFailed {
+                    container: container.name.clone(),
+                    step: "profiler sidecar".into(),
+                    detail: format!(
+                        "the endpoint could not start the sidecar (asked for {}); this is the endpoint's error, not a missing right: {}",
+                        tier.why,
+                        first_line(&e.to_string())
+                    ),
+                })
             }
         };
         let shell = docker.shell(&info);
@@ -252,6 +266,30 @@ pub fn is_spare(
     }
 }
 
+/// Whether an endpoint's refusal to start a sidecar is about the rights it was asked for
+/// (an unknown or forbidden capability, seccomp, privileged mode, an authorization plugin),
+/// which a next step of the ladder may get past. Other failures (resource limits, storage,
+/// namespaces, a missing image) are not denials: "operation not permitted" from setting a
+/// resource limit says nothing about capabilities.
+pub fn refuses_rights(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    if m.contains("rlimit") || m.contains("ulimit") {
+        return false;
+    }
+    [
+        "capabilit",
+        "capadd",
+        "cap_",
+        "seccomp",
+        "privileged",
+        "authorization denied",
+        "not allowed",
+        "status code 403",
+    ]
+    .iter()
+    .any(|needle| m.contains(needle))
+}
+
 /// Whether `pid` is a devprof running on this host (not another program that reused it).
 pub fn devprof_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
@@ -283,6 +321,27 @@ mod tests {
             (CREATOR_PID_LABEL.to_string(), pid.to_string()),
             (EXPIRES_LABEL.to_string(), expires.to_string()),
         ])
+    }
+
+    #[test]
+    fn only_refused_rights_climb_the_ladder() {
+        // Docker 20.10, which predates CAP_PERFMON; an authorization plugin; a daemon
+        // with user namespaces that refuses privileged.
+        for denial in [
+            r#"Docker responded with status code 500: invalid CapAdd: unknown capability: "CAP_PERFMON""#,
+            "Docker responded with status code 403: authorization denied by plugin opa: sidecar",
+            "privileged mode is incompatible with user namespaces",
+        ] {
+            assert!(refuses_rights(denial), "{denial}");
+        }
+        // Podman's default limits on this kernel, a missing image, a target that is gone.
+        for engine_error in [
+            "Docker responded with status code 500: crun: error setting rlimit type 7: operation not permitted: OCI permission denied",
+            "Docker responded with status code 404: No such image: devprof-profiler:latest",
+            "Docker responded with status code 409: cannot join PID of a non running container",
+        ] {
+            assert!(!refuses_rights(engine_error), "{engine_error}");
+        }
     }
 
     #[test]

@@ -5,8 +5,8 @@
 
 use super::command::{self, Launch, RunAs, RunEnd};
 use super::manifest::{manifest_for, ManifestBase};
-use super::session::{cleanup_workdir, make_workdir, record, Window};
-use super::{find_target, locate, Target};
+use super::run::{self, placed};
+use super::{locate, Target};
 use crate::docker::{ContainerShell, Shell};
 use crate::engines::perf::{first_error_line, PerfEngine, PerfReady};
 use crate::engines::Engine;
@@ -16,18 +16,10 @@ use crate::settings::{CaptureMode, StatSettings, StatSource};
 use crate::signals::Interrupts;
 use crate::store::{self, Manifest, Stem};
 use crate::text::quote;
-use chrono::Local;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// What a finished stat capture produced.
-#[derive(Debug)]
-pub struct StatOutcome {
-    pub manifest: Manifest,
-    pub manifest_path: PathBuf,
-    pub files: Vec<(PathBuf, u64)>,
-    pub warnings: Vec<String>,
-}
+pub type StatOutcome = super::Captured;
 
 /// Longest one run of a command may take.
 const RUN_LIMIT: Duration = Duration::from_secs(3600);
@@ -43,17 +35,14 @@ pub async fn run_stat(settings: &StatSettings, interrupts: &mut Interrupts) -> R
         ));
     }
     let located = locate(&settings.target, &settings.process).await?;
-    let target = find_target(
+    placed(
         &PerfEngine,
         located,
-        &settings.process,
         &settings.placement,
         false,
+        async |target| stat_with(target, settings, interrupts).await,
     )
-    .await?;
-    let result = stat_with(&target, settings, interrupts).await;
-    target.release().await;
-    result
+    .await
 }
 
 async fn stat_with(
@@ -70,10 +59,12 @@ async fn stat_with(
     if interrupts.pending() {
         return Err(Error::Interrupted);
     }
-    let workdir = make_workdir(&target.shell).await?;
-    let result = count(target, settings, run_as.as_ref(), &workdir, interrupts).await;
-    cleanup_workdir(&target.shell, &workdir).await;
-    result
+    target
+        .in_workdir(
+            async |workdir| count(target, settings, run_as.as_ref(), workdir, interrupts).await,
+            async |_| {},
+        )
+        .await
 }
 
 fn events_arg(settings: &StatSettings) -> String {
@@ -145,16 +136,10 @@ async fn count(
     workdir: &str,
     interrupts: &mut Interrupts,
 ) -> Result<StatOutcome> {
-    let container = &target.container.name;
-    let stem = Stem::reserve(
-        &store::container_dir(&settings.output_dir, container),
-        "stat",
-        Local::now(),
-    )?;
+    let run = run::Run::new(target, workdir, &settings.output_dir, "stat")?;
+    let stem = &run.stem;
     let result = match &settings.source {
-        StatSource::Window(duration) => {
-            count_window(target, settings, *duration, workdir, interrupts, &stem).await
-        }
+        StatSource::Window(duration) => count_window(&run, settings, *duration, interrupts).await,
         StatSource::Command { argv, repeat } => {
             let run_as = run_as.expect("a command run was prepared");
             let runs = Runs {
@@ -162,7 +147,7 @@ async fn count(
                 repeat: *repeat,
                 run_as,
             };
-            count_runs(target, settings, &runs, workdir, interrupts, &stem).await
+            count_runs(target, settings, &runs, workdir, interrupts, stem).await
         }
     };
     match result {
@@ -175,13 +160,12 @@ async fn count(
 }
 
 async fn count_window(
-    target: &Target<PerfReady>,
+    run: &run::Run<'_, PerfReady>,
     settings: &StatSettings,
     duration: Duration,
-    workdir: &str,
     interrupts: &mut Interrupts,
-    stem: &Stem,
 ) -> Result<StatOutcome> {
+    let (target, workdir, stem) = (run.target, run.workdir, &run.stem);
     let csv_path = format!("{workdir}/stat.csv");
     let mut argv = perf_stat(target, settings, &csv_path);
     argv.extend([
@@ -197,19 +181,9 @@ async fn count_window(
         target.container.name,
         settings.events.len()
     );
-    let watch = target.watch();
-    let window = Window {
-        argv: &argv,
-        duration,
-        label: &label,
-        notes: &[],
-        user: None,
-        watch: &watch,
-        until_command_ends: false,
-        // perf stat -p counts on after its target exits, until its workload ends.
-        ends_with_target: false,
-    };
-    let recording = record(&target.shell, workdir, &window, interrupts, stem).await?;
+    // perf stat -p counts on after its target exits, until its workload ends.
+    let window = run.window(&argv, duration, &label, &[], false);
+    let recording = run.record(&window, interrupts).await?;
     let csv = read_file(&target.shell, &csv_path).await?;
     let counters = stat::parse_csv(&csv);
     if counters.is_empty() {

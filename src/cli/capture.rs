@@ -37,8 +37,8 @@ pub struct CpuArgs {
     pub engine: EngineArg,
 
     /// py-spy (Python targets): also native frames (C extensions, libraries) under the
-    /// Python ones; py-spy then pauses the process for each sample.
-    #[arg(long)]
+    /// Python ones; py-spy then pauses the process for each sample. (Formerly --native.)
+    #[arg(long = "native-frames", alias = "native")]
     pub native: bool,
 
     /// py-spy: also sample threads that are idle (waiting on a lock, I/O or sleep).
@@ -70,14 +70,17 @@ pub struct CpuArgs {
     #[command(flatten)]
     pub process: ProcessArgs,
 
+    #[command(flatten)]
+    pub marks: MarkArgs,
+
     /// Also save the `perf script` text next to the other artifacts.
     #[arg(long)]
     pub keep_script: bool,
 
     /// How perf's samples become folded stacks: read perf.data and name frames in devprof
-    /// (native: frame-pointer captures only, much faster), through `perf script`, or auto
-    /// (native for frame-pointer captures, `perf script` when the native path cannot name
-    /// what perf would: JIT code, binaries it cannot fetch).
+    /// (native: frame-pointer and DWARF captures, much faster), through `perf script`, or
+    /// auto (native, `perf script` when the native path cannot name what perf would: JIT
+    /// code, binaries it cannot fetch).
     #[arg(long, value_enum, env = "DEVPROF_FOLD", default_value_t = FoldArg::Auto)]
     pub fold: FoldArg,
 
@@ -89,9 +92,19 @@ pub struct CpuArgs {
     #[arg(long, overrides_with = "inline")]
     pub no_inline: bool,
 
+    /// A capture set: cut the window into K back-to-back parts by sample time, each with
+    /// its own folded stacks and timeline, for `top` and `diff` to measure noise by.
+    #[arg(long, value_name = "K")]
+    pub repeat: Option<u32>,
+
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// When done, open the result (its flamegraph) in a browser: $BROWSER, or xdg-open
+    /// where there is a display; says so when there is neither.
+    #[arg(long)]
+    pub open: bool,
 
     /// A command (after `--`) to run in the target container, as the target process's
     /// user, in its working directory and environment, recorded from its start to its end.
@@ -101,7 +114,8 @@ pub struct CpuArgs {
 
 #[derive(Debug, Args)]
 pub struct ProcessArgs {
-    /// Profile the oldest process whose full command line matches REGEX (like pgrep -f).
+    /// Profile the process whose program name, else whose full command line, matches
+    /// REGEX (like pgrep, then pgrep -f); the busiest one when several do.
     #[arg(long, value_name = "REGEX", conflicts_with = "pid")]
     pub process: Option<String>,
 
@@ -148,7 +162,10 @@ pub struct PlacementArgs {
     pub allow_privileged: bool,
 
     /// Let devprof lower the host-wide kernel.perf_event_paranoid and kptr_restrict for
-    /// the capture when the container may write them; they are restored afterwards.
+    /// the capture when the container may write them; they are restored afterwards. This
+    /// also grants a short-lived helper container (CAP_SYS_ADMIN, unconfined /proc, not
+    /// privileged; from the profiler image) that restores them should the
+    /// target be gone; where that helper cannot run, nothing is lowered.
     #[arg(long, env = "DEVPROF_ALLOW_SYSCTL")]
     pub allow_sysctl: bool,
 }
@@ -214,6 +231,9 @@ pub struct OffcpuArgs {
     #[command(flatten)]
     pub process: ProcessArgs,
 
+    #[command(flatten)]
+    pub marks: MarkArgs,
+
     /// Also save the `perf script` text next to the other artifacts.
     #[arg(long)]
     pub keep_script: bool,
@@ -221,6 +241,11 @@ pub struct OffcpuArgs {
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// When done, open the result (its flamegraph) in a browser: $BROWSER, or xdg-open
+    /// where there is a display; says so when there is neither.
+    #[arg(long)]
+    pub open: bool,
 }
 
 #[derive(Debug, Args)]
@@ -243,8 +268,8 @@ pub struct HeapArgs {
     #[arg(long, conflicts_with_all = ["all", "last", "files"])]
     pub latest: bool,
 
-    /// Merge every dump the process has written.
-    #[arg(long, conflicts_with_all = ["last", "files"])]
+    /// Merge every dump the process has written. (Formerly --all.)
+    #[arg(long = "all-dumps", alias = "all", conflicts_with_all = ["last", "files"])]
     pub all: bool,
 
     /// Merge exactly the newest N dumps of the process.
@@ -286,6 +311,11 @@ pub struct HeapArgs {
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// When done, open the result (its flamegraph) in a browser: $BROWSER, or xdg-open
+    /// where there is a display; says so when there is neither.
+    #[arg(long)]
+    pub open: bool,
 }
 
 #[derive(Debug, Args)]
@@ -345,15 +375,35 @@ pub struct ProfileArgs {
     #[arg(long, conflicts_with = "all")]
     pub project: Option<String>,
 
-    /// Every running container of the engine (devprof's own sidecars excepted).
-    #[arg(long)]
+    /// Every running container of the engine (devprof's own sidecars excepted). (Formerly
+    /// --all.)
+    #[arg(long = "all-containers", alias = "all")]
     pub all: bool,
 
     /// CPU sampling frequency in Hz.
     #[arg(long, short = 'F', env = "DEVPROF_FREQUENCY", default_value_t = 999)]
     pub frequency: u32,
 
+    /// CPU captures as capture sets: each window cut into K back-to-back parts (as `cpu
+    /// --repeat K`).
+    #[arg(long, value_name = "K")]
+    pub repeat: Option<u32>,
+
+    #[command(flatten)]
+    pub marks: MarkArgs,
+
     /// Print the closing table as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Markers from the target's own log lines during the window.
+#[derive(Debug, Args, Clone, Default)]
+pub struct MarkArgs {
+    /// Markers from the target's log lines, saved beside the capture (`.markers`):
+    /// NAME=REGEX (repeatable; named groups number, elapsed|duration, hash, slot), @FILE (one
+    /// NAME=REGEX per line), a built-in rule set (reth, geth, op-node, besu, lodestar), auto
+    /// (default: chosen from the image and names), off, or help (lists the sets).
+    #[arg(long = "mark", value_name = "RULE")]
+    pub mark: Vec<String>,
 }

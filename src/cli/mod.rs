@@ -3,6 +3,7 @@
 //! strings.
 
 mod capture;
+pub mod dotenv;
 mod setup;
 mod store;
 
@@ -22,7 +23,8 @@ use std::path::PathBuf;
                   from perf (inside the container, or in a sidecar beside it), jemalloc heap \
                   profiles, profiling images and a diagnosis of what is missing, with every \
                   artifact saved under profiling/<container>/.\n\nSettings come from flags, then the environment, \
-                  then .env in the current directory, then defaults (see .env.example).",
+                  then .env in the current directory (DEVPROF_* settings only, never DEVPROF_ALLOW_*), then defaults \
+                  (see .env.example).",
     after_help = "Examples:\n  devprof cpu op-reth-seq 60\n  devprof cpu demo-seq 1m30s --call-graph dwarf\n  \
                   devprof cpu --process 'reth node' op-reth-seq 30s"
 )]
@@ -35,6 +37,14 @@ pub struct Cli {
         default_value = "profiling"
     )]
     pub output_dir: PathBuf,
+
+    /// Print results, warnings and errors only: no progress display, no notes.
+    #[arg(long, short = 'q', global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Print the details a command can give (`build`: the whole build log).
+    #[arg(long, short = 'v', global = true)]
+    pub verbose: bool,
 
     #[command(subcommand)]
     pub command: Command,
@@ -65,7 +75,13 @@ impl Cli {
     pub fn parse_args() -> Self {
         let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
         let ends_with_separator = raw.len() > 2 && raw.last().is_some_and(|a| a == "--");
-        let mut cli = <Cli as clap::Parser>::parse_from(raw);
+        let mut command =
+            dotenv::with_defaults(<Cli as clap::CommandFactory>::command(), dotenv::load());
+        let matches = command
+            .try_get_matches_from_mut(raw)
+            .unwrap_or_else(|e| e.exit());
+        let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
+            .unwrap_or_else(|e| e.format(&mut command).exit());
         if ends_with_separator {
             match &mut cli.command {
                 Command::Cpu(args) if args.command.is_empty() => args.command.push(String::new()),
@@ -101,7 +117,7 @@ pub enum Command {
     #[command(after_help = "Examples:\n  devprof profile demo-seq demo-rpc 30s\n  \
                             devprof profile --project devprof-demo 10 --kinds cpu,heap,offcpu\n  \
                             devprof profile demo-seq 20 --kinds cpu,offcpu:iobandwidth --json\n  \
-                            devprof profile --all 1m\n\n\
+                            devprof profile --all-containers 1m\n\n\
                             Each capture is written to profiling/<container>/ as the single-target commands write it; \
                             the session's manifest, listing them all, to profiling/sessions/. A container that fails \
                             does not stop the others: its row says why and the exit code is 9. Ctrl-C ends the window \
@@ -122,10 +138,12 @@ pub enum Command {
     Stat(StatArgs),
 
     /// Fold `perf script` text into folded stacks (and optionally an SVG), streaming.
-    /// Reads standard input when FILE is `-`. A perf.data file (frame pointers) is read
-    /// and symbolized natively, without perf.
+    /// Reads standard input when FILE is `-`; counts samples (`--weight period`: perf's
+    /// periods). A perf.data file with frame pointers is read and symbolized natively,
+    /// without perf; DWARF or LBR call graphs go through this host's perf script.
     #[command(
         after_help = "Examples:\n  perf script | devprof fold - --svg out.svg > out.folded\n  \
+                            perf script | devprof fold - --weight period > out.folded\n  \
                             devprof fold perf.script -o perf.folded\n  \
                             devprof fold perf.data --symfs /tmp/container-root -o perf.folded"
     )]
@@ -187,7 +205,7 @@ pub enum Command {
 
     /// The heaviest functions of a profile (self and inclusive), callers, module shares.
     #[command(
-        after_help = "FILE|TARGET is a .folded (or .data) file, or a container directory in the store, \
+        after_help = "FILE|TARGET is a .folded (or .data) file, or a TARGET in the store (container, id prefix, SERVICE or PROJECT/SERVICE), \
                       meaning its newest capture. The root frame (process/thread name) is not a \
                       function and is never ranked.\n\n\
                       Examples:\n  devprof top demo-seq\n  \
@@ -211,11 +229,28 @@ pub enum Command {
     )]
     Diff(DiffArgs),
 
+    /// A local web viewer over the store: captures, flamegraphs, heatmaps, top tables,
+    /// plots, manifests, diffs of two captures, sessions. On 127.0.0.1 only; offline.
+    #[command(
+        after_help = "Prints the URL and serves until Ctrl-C. Every page and script is built into \
+                      devprof (no network needed); only files a capture's manifest lists are served, and \
+                      only to 127.0.0.1/localhost. Tick two captures and press the diff button for what \
+                      `devprof diff` shows (the older is before).\n\n\
+                      Examples:\n  devprof view\n  \
+                      devprof view --open                              # in $BROWSER, or xdg-open\n  \
+                      devprof view demo-seq                            # that container's captures\n  \
+                      devprof view perf-20261122-101500                # one capture\n  \
+                      devprof view session-20261123-101500             # a session's table\n  \
+                      devprof --output-dir /srv/profiles view --port 8080\n  \
+                      ssh -L 8080:127.0.0.1:8080 devbox devprof view --port 8080   # from another machine"
+    )]
+    View(ViewArgs),
+
     /// Write a capture in another tool's format: pprof, speedscope, the Firefox Profiler,
     /// or collapsed stacks.
     #[command(
         after_help = "CAPTURE is a file of a capture (.folded, .timeline or its .json manifest) or a \
-                      container directory in the store, meaning its newest capture. speedscope and \
+                      TARGET in the store (container, id prefix, SERVICE or PROJECT/SERVICE), meaning its newest capture. speedscope and \
                       firefox keep every sample's thread and time from the capture's .timeline; \
                       heap captures export with bytes as the unit.\n\n\
                       Examples:\n  devprof export demo-seq --format pprof && go tool pprof -top perf-*.pb.gz\n  \
@@ -231,7 +266,7 @@ pub enum Command {
         after_help = "Examples:\n  devprof heap demo-seq 10                 # ask for fresh dumps over 10 s, render the newest\n  \
                             devprof heap demo-seq --latest           # the newest dump the process already wrote\n  \
                             devprof heap demo-seq --last 2           # merge the newest two\n  \
-                            devprof heap demo-seq --all --alloc      # every dump, accumulated (prof_accum) bytes\n  \
+                            devprof heap demo-seq --all-dumps --alloc # every dump, accumulated (prof_accum) bytes\n  \
                             devprof heap demo-seq --files jeprof.demo-seq.6.0.m0.heap,jeprof.demo-seq.6.1.m1.heap\n  \
                             devprof heap --json op-reth-seq 30 | jq .top_self\n  \
                             devprof heap op-node                     # a Go service: its net/http/pprof heap profile (in-use bytes)\n  \
@@ -280,4 +315,129 @@ pub enum Command {
                       Exit status 0 when nothing blocks profiling, 8 when a check that blocks it fails \
                       (3 and 4 when the daemon or the target cannot be reached).")]
     Doctor(DoctorArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("devprof").chain(args.iter().copied()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    /// The long flag of `arg` in `command`, and whether `old` is among its hidden aliases.
+    fn renamed(command: &str, arg: &str, new: &str, old: &str) {
+        let cli = Cli::command();
+        let sub = cli.find_subcommand(command).unwrap();
+        let a = sub.get_arguments().find(|a| a.get_id() == arg).unwrap();
+        assert_eq!(a.get_long(), Some(new), "{command} {arg}");
+        assert!(
+            a.get_all_aliases().unwrap_or_default().contains(&old),
+            "{command} --{old}"
+        );
+        assert!(
+            a.get_visible_aliases().unwrap_or_default().is_empty(),
+            "{command} --{old} must stay hidden"
+        );
+    }
+
+    #[test]
+    fn renamed_flags_keep_their_old_spelling_as_a_hidden_alias() {
+        renamed("cpu", "native", "native-frames", "native");
+        renamed("heap", "all", "all-dumps", "all");
+        renamed("profile", "all", "all-containers", "all");
+        renamed("fold", "heatmap", "heatmap-file", "heatmap");
+        let (Command::Cpu(a), Command::Cpu(b)) = (
+            parse(&["cpu", "x", "--native-frames"]).command,
+            parse(&["cpu", "x", "--native"]).command,
+        ) else {
+            panic!("cpu");
+        };
+        assert!(a.native && b.native);
+        for args in [
+            &["heap", "x", "--all-dumps"][..],
+            &["heap", "x", "--all"][..],
+        ] {
+            assert!(matches!(parse(args).command, Command::Heap(h) if h.all));
+        }
+        for args in [
+            &["profile", "--all-containers"][..],
+            &["profile", "--all"][..],
+        ] {
+            assert!(matches!(parse(args).command, Command::Profile(p) if p.all));
+        }
+        for args in [
+            &["fold", "-", "--timeline", "t", "--heatmap-file", "h.html"][..],
+            &["fold", "-", "--timeline", "t", "--heatmap", "h.html"][..],
+        ] {
+            assert!(matches!(parse(args).command, Command::Fold(f) if f.heatmap.is_some()));
+        }
+        // render keeps --heatmap as its switch.
+        assert!(
+            matches!(parse(&["render", "--heatmap", "x"]).command, Command::Render(r) if r.heatmap)
+        );
+    }
+
+    /// A command line for `sub` with `-q` and a placeholder for each required positional
+    /// (the first possible value where it has a list), descending into its first
+    /// subcommand where it has some.
+    fn minimal(sub: &clap::Command, mut line: Vec<String>) -> Vec<String> {
+        line.push(sub.get_name().to_string());
+        for a in sub.get_arguments() {
+            if a.is_positional() && a.is_required_set() {
+                let value = a
+                    .get_possible_values()
+                    .first()
+                    .map(|v| v.get_name().to_string())
+                    .unwrap_or_else(|| "x".into());
+                line.push(value);
+            }
+        }
+        match sub.get_subcommands().find(|s| s.get_name() != "help") {
+            Some(inner) => minimal(inner, line),
+            None => line,
+        }
+    }
+
+    #[test]
+    fn quiet_and_verbose_are_global_on_every_command() {
+        let cli = Cli::command();
+        for sub in cli.get_subcommands().filter(|s| s.get_name() != "help") {
+            let mut line = minimal(sub, vec!["devprof".into()]);
+            // clean's --older is required unless --containers, which clap cannot show.
+            if sub.get_name() == "clean" {
+                line.extend(["--older".into(), "1d".into()]);
+            }
+            // diff's AFTER is required unless --slice, which clap cannot show either.
+            if sub.get_name() == "diff" {
+                line.push("y".into());
+            }
+            // export's --format is required unless a session is exported.
+            if sub.get_name() == "export" {
+                line.extend(["--format".into(), "pprof".into()]);
+            }
+            line.push("-q".into());
+            let parsed = Cli::try_parse_from(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            assert!(parsed.quiet && !parsed.verbose, "{line:?}");
+        }
+        assert!(parse(&["--verbose", "ls"]).verbose);
+        let cli = parse(&["build", "source", ".", "-v", "-p", "op-reth"]);
+        assert!(cli.verbose);
+        assert!(matches!(
+            cli.command,
+            Command::Build(BuildArgs { kind: BuildKindArgs::Source(s) }) if s.package.as_deref() == Some("op-reth")
+        ));
+        assert!(Cli::try_parse_from(["devprof", "ls", "-q", "-v"]).is_err());
+        // --pid has no short form: -p is build's --package, as in cargo.
+        let cli = Cli::command();
+        let pid = cli
+            .find_subcommand("cpu")
+            .unwrap()
+            .get_arguments()
+            .find(|a| a.get_id() == "pid")
+            .unwrap();
+        assert_eq!(pid.get_short(), None);
+    }
 }

@@ -102,10 +102,6 @@ pub struct BuildCommonArgs {
     #[arg(long, env = "DEVPROF_BUILD_NETWORK", default_value = "host")]
     pub network: String,
 
-    /// Print the whole build log, not only the steps.
-    #[arg(long, short)]
-    pub verbose: bool,
-
     /// Do not start the image afterwards to check it.
     #[arg(long)]
     pub no_check: bool,

@@ -1,14 +1,22 @@
 //! Arguments of the commands over the profile store: fold, summarize, ls, clean, render,
-//! top, diff, export.
+//! top, diff, export, view.
 
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct FoldArgs {
-    /// `perf script` output (`-` for standard input), or a perf.data file with
-    /// frame-pointer callchains, read and symbolized by devprof itself (no perf needed).
+    /// `perf script` output (`-` for standard input), or a perf.data file: frame-pointer
+    /// callchains are read and symbolized by devprof itself (no perf needed); DWARF and LBR
+    /// call graphs go through this host's `perf script`, which unwinds them.
     pub input: PathBuf,
+
+    /// `perf script` text: what a sample adds to its stack's count: 1 (`samples`, as
+    /// devprof's captures count), or the period perf printed with it (`period`:
+    /// nanoseconds for cpu-clock, events for a hardware counter; as inferno and
+    /// stackcollapse-perf.pl count when the text has periods).
+    #[arg(long, value_enum, default_value_t = WeightArg::Samples)]
+    pub weight: WeightArg,
 
     /// perf.data input: where the recorded process's files are found (a copy of its
     /// container's files; `/` for a capture of this host). Kernel frames are named from
@@ -33,8 +41,9 @@ pub struct FoldArgs {
     #[arg(long)]
     pub timeline: Option<PathBuf>,
 
-    /// With --timeline: also write its time heatmap page (HTML) here.
-    #[arg(long, requires = "timeline")]
+    /// With --timeline: also write its time heatmap page (HTML) here. (Formerly --heatmap,
+    /// which `render` keeps as a switch.)
+    #[arg(long = "heatmap-file", alias = "heatmap", requires = "timeline")]
     pub heatmap: Option<PathBuf>,
 }
 
@@ -97,6 +106,12 @@ pub struct FilterArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WeightArg {
+    Samples,
+    Period,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PresetArg {
     Node,
 }
@@ -123,8 +138,9 @@ pub struct LayoutArgs {
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// A .folded file (folded stacks), or a .data file (read with this host's perf). With
-    /// --heatmap: a capture (a file of it, or a container directory in the store).
+    /// A .folded file (folded stacks), a .data file (read with this host's perf), or a TARGET
+    /// in the store (its newest capture). With
+    /// --heatmap: a capture (a file of it, or a TARGET).
     pub file: PathBuf,
 
     /// Write the capture's time heatmap page (HTML) instead of a flamegraph SVG.
@@ -149,11 +165,15 @@ pub struct RenderArgs {
 
     #[command(flatten)]
     pub filter: FilterArgs,
+
+    #[command(flatten)]
+    pub slices: SliceArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct TopArgs {
-    /// A .folded (or .data) file, or a container directory in the store (its newest capture).
+    /// A .folded (or .data) file, or a TARGET in the store: a container, id prefix, SERVICE or
+    /// PROJECT/SERVICE (its newest capture).
     #[arg(value_name = "FILE|TARGET")]
     pub profile: String,
 
@@ -179,19 +199,26 @@ pub struct TopArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Confidence of the intervals shown for a capture set (`--repeat`): 95, 95% or 0.95.
+    #[arg(long, value_name = "LEVEL", default_value = "95")]
+    pub confidence: String,
+
     #[command(flatten)]
     pub filter: FilterArgs,
+
+    #[command(flatten)]
+    pub slices: SliceArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The baseline: a .folded (or .data) file, or a container directory in the store.
+    /// The baseline: a .folded (or .data) file, or a TARGET in the store.
     #[arg(value_name = "BEFORE")]
     pub before: String,
 
-    /// The profile compared with it, as BEFORE.
-    #[arg(value_name = "AFTER")]
-    pub after: String,
+    /// The profile compared with it, as BEFORE (not with --slice: BEFORE is then the capture).
+    #[arg(value_name = "AFTER", required_unless_present = "slice")]
+    pub after: Option<String>,
 
     /// How many gains and how many losses to list.
     #[arg(long, short = 'n', default_value_t = 15)]
@@ -208,8 +235,22 @@ pub struct DiffArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Fail (exit 10) when EXPR holds: `self(FUNC) > +2pp`, `incl(FUNC) > +3pp`,
+    /// `any > +3pp` (points of share), `self(FUNC) > +20%` (percent of its samples per
+    /// second), `total_cpu > +5%` (repeatable; any one fails). Compares per function with
+    /// intervals and verdicts, as for capture sets.
+    #[arg(long, value_name = "EXPR")]
+    pub fail_if: Vec<String>,
+
+    /// Confidence of the intervals and verdicts over capture sets: 95, 95% or 0.95.
+    #[arg(long, value_name = "LEVEL", default_value = "95")]
+    pub confidence: String,
+
     #[command(flatten)]
     pub filter: FilterArgs,
+
+    #[command(flatten)]
+    pub slices: SliceArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -232,8 +273,10 @@ pub struct SummarizeArgs {
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// A capture: a file of it (its .folded, .timeline or .json manifest), or a container
-    /// directory in the store (its newest capture).
-    #[arg(value_name = "CAPTURE")]
+    /// directory in the store (its newest capture). Or a session of `devprof profile` (its
+    /// manifest, its name `session-…`, or `session` for the newest): every container in one
+    /// file on the session's clock (firefox, speedscope).
+    #[arg(value_name = "CAPTURE|SESSION")]
     pub capture: String,
 
     /// The format: pprof (gzipped profile.proto), speedscope (JSON), firefox (the Firefox
@@ -253,4 +296,34 @@ pub enum ExportFormatArg {
     Speedscope,
     Firefox,
     Collapsed,
+}
+
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// The page to start on: a capture (its name, or a file of it), a container's captures,
+    /// or a session. Default: every capture.
+    #[arg(value_name = "CAPTURE|TARGET|SESSION")]
+    pub start: Option<String>,
+
+    /// The port on 127.0.0.1 (default: a free one, chosen at start).
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+
+    /// Open the viewer in a browser: $BROWSER, or xdg-open where there is a display.
+    #[arg(long)]
+    pub open: bool,
+}
+
+/// Cutting a capture at its markers (top, render, diff).
+#[derive(Debug, Args, Clone, Default)]
+pub struct SliceArgs {
+    /// Cut the capture's timeline into one interval per marker named MARK (its .markers
+    /// file): the line's elapsed time when it reports one, else back to the previous marker.
+    #[arg(long, value_name = "MARK")]
+    pub slice: Option<String>,
+
+    /// With --slice: only the N slowest intervals (diff: the N slowest against the median
+    /// interval; default 3).
+    #[arg(long, value_name = "N", requires = "slice")]
+    pub slowest: Option<usize>,
 }

@@ -8,7 +8,7 @@ use crate::setup::build;
 pub async fn run(args: BuildArgs) -> Result<()> {
     let settings = BuildSettings::from_args(args)?;
     let outcome = build::build(&settings).await?;
-    print!("{}", build::summary(&outcome));
+    crate::out!("{}", build::summary(&outcome));
     let problems = build::problems(&outcome);
     if !problems.is_empty() {
         return Err(Error::ImageNotReady {

@@ -103,13 +103,13 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
                     freed += bytes;
                     file_count += 1;
                     if !settings.json {
-                        println!("{verb} {} ({})", path.display(), human_bytes(bytes));
+                        crate::outln!("{verb} {} ({})", path.display(), human_bytes(bytes));
                     }
                     removed_files.push(serde_json::json!({"path": path, "bytes": bytes}));
                 }
                 Action::Keep { what, why } => {
                     if !settings.json {
-                        println!("kept {what}: {why}");
+                        crate::outln!("kept {what}: {why}");
                     }
                     kept.push(serde_json::json!({"path": what, "why": why}));
                 }
@@ -119,6 +119,8 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
     if !settings.dry_run {
         let cached: Vec<PathBuf> = orphaned.iter().map(|(p, _)| p.clone()).collect();
         catalog::prune_empty_cache_dirs(&cached);
+        // Derived from the manifests that remain: nothing is lost if it cannot be written.
+        let _ = crate::store::index::rebuild(&settings.output_dir);
     }
     if settings.json {
         let summary = serde_json::json!({
@@ -139,12 +141,12 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
     }
     let age = age_text(settings.older);
     if expired.is_empty() {
-        println!(
+        crate::outln!(
             "nothing to remove: no capture in {} is older than {age}",
             settings.output_dir.display()
         );
     } else {
-        println!(
+        crate::outln!(
             "{verb} {} capture{} ({file_count} files), {} {}",
             expired.len(),
             if expired.len() == 1 { "" } else { "s" },
@@ -157,35 +159,35 @@ pub fn run(args: CleanArgs, output_dir: PathBuf) -> Result<()> {
         );
     }
     if !leftovers.is_empty() {
-        println!(
+        crate::outln!(
             "{verb} the leftovers of {} interrupted capture{} (no manifest, older than {age})",
             leftovers.len(),
             if leftovers.len() == 1 { "" } else { "s" }
         );
     }
     if !orphaned.is_empty() {
-        println!(
+        crate::outln!(
             "{verb} {} cached file{} of .symbols/ (binaries no kept capture uses, kernel symbols; older than {age})",
             orphaned.len(),
             if orphaned.len() == 1 { "" } else { "s" }
         );
     }
     if !old_sessions.is_empty() {
-        println!(
+        crate::outln!(
             "{verb} {} session manifest{} (older than {age}, their captures gone)",
             old_sessions.len(),
             if old_sessions.len() == 1 { "" } else { "s" }
         );
     }
     if spared_by_keep_last > 0 {
-        println!(
+        crate::outln!(
             "kept {spared_by_keep_last} capture{} older than {age} (--keep-last {})",
             if spared_by_keep_last == 1 { "" } else { "s" },
             settings.keep_last
         );
     }
     if settings.dry_run {
-        println!("dry run: nothing was removed");
+        crate::outln!("dry run: nothing was removed");
     }
     Ok(())
 }
@@ -224,7 +226,7 @@ pub async fn remove_sidecars(dry_run: bool, json: bool) -> Result<()> {
         .partition(|c| is_spare(&c.labels, c.is_running(), now, &host, devprof_alive));
     if !json {
         for c in &in_use {
-            println!("kept sidecar {} (its capture is still running)", c.name);
+            crate::outln!("kept sidecar {} (its capture is still running)", c.name);
         }
     }
     let verb = if dry_run { "would remove" } else { "removed" };
@@ -233,7 +235,7 @@ pub async fn remove_sidecars(dry_run: bool, json: bool) -> Result<()> {
             docker.remove_container(&container.id).await;
         }
         if !json {
-            println!(
+            crate::outln!(
                 "{verb} sidecar {} ({}, {})",
                 container.name,
                 container.short_id(),
@@ -243,14 +245,14 @@ pub async fn remove_sidecars(dry_run: bool, json: bool) -> Result<()> {
     }
     if json {
         let names: Vec<&str> = leftovers.iter().map(|c| c.name.as_str()).collect();
-        println!(
+        crate::outln!(
             "{}",
             serde_json::json!({ "dry_run": dry_run, "containers": names })
         );
     } else if leftovers.is_empty() {
-        println!("no devprof sidecar containers");
+        crate::outln!("no devprof sidecar containers");
     } else {
-        println!("{verb} {} sidecar container(s)", leftovers.len());
+        crate::outln!("{verb} {} sidecar container(s)", leftovers.len());
     }
     Ok(())
 }

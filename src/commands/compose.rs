@@ -116,18 +116,18 @@ pub async fn run(args: ComposeArgs) -> Result<()> {
     if !settings.images.is_empty() {
         given.push("the image(s) asked for".into());
     }
-    println!(
+    crate::outln!(
         "wrote {override_name} ({file_name} is unchanged) for {}:\n  {}",
         services.join(", "),
         given.join("; ")
     );
     for reason in &choice.reasons {
-        println!("note: {reason}");
+        crate::outln!("note: {reason}");
     }
     for note in &notes {
-        println!("note: {note}");
+        crate::outln!("note: {note}");
     }
-    println!("start (or recreate) the services with both files (add the -p/--project-name you use):\n  {up}");
+    crate::outln!("start (or recreate) the services with both files (add the -p/--project-name you use):\n  {up}");
     Ok(())
 }
 
@@ -156,7 +156,7 @@ async fn capabilities(
             settings.kernel_symbols,
         ));
     };
-    let kernel = docker.engine_version().await?.kernel;
+    let kernel = docker.endpoint_version().await?.kernel;
     if settings.sys_admin {
         return Ok(compose::choose_capabilities(
             true,

@@ -1,5 +1,6 @@
 //! `devprof cpu`: run the capture, then print the closing summary.
 
+use super::open_flamegraph;
 use crate::capture::{self, cpu::CpuOutcome};
 use crate::cli::CpuArgs;
 use crate::error::Result;
@@ -10,6 +11,9 @@ use crate::units::thousands;
 use std::path::PathBuf;
 
 pub async fn run(args: CpuArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
+    if !crate::commands::configure_marks(&args.marks.mark)? {
+        return Ok(());
+    }
     let settings = CpuSettings::from_args(args, output_dir)?;
     let outcome = capture::cpu::run_cpu(&settings, interrupts).await?;
     output::emit(
@@ -18,6 +22,9 @@ pub async fn run(args: CpuArgs, output_dir: PathBuf, interrupts: &mut Interrupts
         || human_summary(&outcome),
         &outcome.warnings,
     );
+    if settings.open {
+        open_flamegraph(&outcome.manifest, &outcome.manifest_path);
+    }
     Ok(())
 }
 
@@ -38,6 +45,7 @@ fn json_summary(outcome: &CpuOutcome) -> serde_json::Value {
         "stacks": outcome.manifest.stacks,
         "graphs": outcome.manifest.graphs,
         "perf_map": outcome.manifest.perf_map,
+        "parts": outcome.manifest.parts,
         "warnings": outcome.warnings,
     })
 }
@@ -86,6 +94,22 @@ pub fn human_summary(outcome: &CpuOutcome) -> String {
         for (name, count) in m.top_functions.iter().take(5) {
             let share = 100.0 * *count as f64 / m.sample_count.max(1) as f64;
             out.push_str(&format!("  {share:5.1}%  {name}\n"));
+        }
+    }
+    if !m.parts.is_empty() {
+        out.push_str(&format!(
+            "a capture set of {} back-to-back windows (one recording cut by sample time):\n",
+            m.parts.len()
+        ));
+        for p in &m.parts {
+            out.push_str(&format!(
+                "  window {:>2}  T+{:>6.2} s  {:>6.2} s  {:>8} samples  {:.2} cores\n",
+                p.index,
+                p.start_s,
+                p.duration_s,
+                thousands(p.samples),
+                p.cpu_cores
+            ));
         }
     }
     out.push_str(&output::files_written(&outcome.files));

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::profile::diff::{compare, differential_lines, DiffRow, Measure};
 use crate::profile::folded::Folded;
 use crate::profile::stat_diff::{self, short, Change};
-use crate::render::{write_svg_lines_to, SvgOutput};
+use crate::render::{differential_subtitle, write_svg_lines_to, SvgOutput};
 use crate::settings::store::DiffSettings;
 use crate::store::catalog::Capture;
 use crate::store::loader::{self, Loaded, ProfileRef};
@@ -15,11 +15,37 @@ use crate::units::thousands;
 use std::path::PathBuf;
 
 pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
+    let slices = args.slices.clone();
     let settings = DiffSettings::from_args(args, output_dir)?;
+    if let Some(mark) = &slices.slice {
+        let sliced = super::slices::load(&settings.before, &settings.output_dir, mark)?;
+        let output = if settings.svg.output_given {
+            settings.svg.output.clone()
+        } else {
+            crate::render::SvgOutput::File(PathBuf::from(format!(
+                "diff-{}-{mark}-slowest.svg",
+                sliced.capture.name()
+            )))
+        };
+        return super::slices::diff(
+            &sliced,
+            slices.slowest.unwrap_or(3),
+            settings.measure,
+            settings.limit,
+            &output,
+            &settings.svg.layout,
+            settings.json,
+        );
+    }
     match (
         stat_capture(&settings.before),
         stat_capture(&settings.after),
     ) {
+        (Some(_), Some(_)) if !settings.fail_if.is_empty() => {
+            return Err(Error::Usage(
+                "--fail-if judges functions of CPU captures; two stat captures are compared counter by counter without it".into(),
+            ))
+        }
         (Some(b), Some(a)) => return compare_stat(&b, &a, settings.json),
         (None, None) => {}
         (b, _) => {
@@ -34,8 +60,12 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
             )));
         }
     }
-    let before = loader::load(&settings.before, &settings.output_dir)?;
-    let after = loader::load(&settings.after, &settings.output_dir)?;
+    let before_set = loader::load_set(&settings.before, &settings.output_dir)?;
+    let after_set = loader::load_set(&settings.after, &settings.output_dir)?;
+    if before_set.is_set || after_set.is_set || !settings.fail_if.is_empty() {
+        return super::sets::diff(&settings, &before_set, &after_set);
+    }
+    let (before, after) = (before_set.whole, after_set.whole);
     let filtered = |l: &Loaded| -> Result<Folded> {
         let f = settings.filter.apply(&l.folded);
         if f.is_empty() {
@@ -62,10 +92,8 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
         .title
         .clone()
         .unwrap_or_else(|| format!("{} → {}", name(&before), name(&after)));
-    let mut subtitle = format!(
-        "before scaled to after's {} samples; red grew, blue shrank",
-        thousands(a.total())
-    );
+    let unit = after.unit;
+    let mut subtitle = differential_subtitle(a.total(), unit);
     if !settings.filter.is_noop() {
         subtitle.push_str(&format!("; {}", settings.filter.describe()));
     }
@@ -74,6 +102,7 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
         &lines,
         &title,
         Some(subtitle),
+        unit,
         &settings.svg.layout,
     )?;
 
@@ -83,8 +112,8 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
     };
     if settings.json {
         let json = serde_json::json!({
-            "before": {"file": before.path, "total": diff.before_total},
-            "after": {"file": after.path, "total": diff.after_total},
+            "before": {"file": before.path, "total": diff.before_total, "unit": before.unit},
+            "after": {"file": after.path, "total": diff.after_total, "unit": after.unit},
             "measure": measure,
             "flamegraph": match &settings.svg.output {
                 SvgOutput::File(p) => Some(p.clone()),
@@ -96,16 +125,17 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
         let text = serde_json::to_string_pretty(&json).unwrap_or_default();
         match settings.svg.output {
             SvgOutput::Stdout => eprintln!("{text}"),
-            SvgOutput::File(_) => println!("{text}"),
+            SvgOutput::File(_) => crate::outln!("{text}"),
         }
         return Ok(());
     }
 
     let mut out = format!(
-        "before: {} ({} samples)\nafter:  {} ({} samples)\n\
-         shares of each profile's own total, by {measure} samples; change in percentage points\n",
+        "before: {} ({} {})\nafter:  {} ({} {unit})\n\
+         shares of each profile's own total, by {measure} {unit}; change in percentage points\n",
         before.path.display(),
         thousands(diff.before_total),
+        before.unit,
         after.path.display(),
         thousands(diff.after_total),
     );
@@ -116,7 +146,7 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
     }
     match settings.svg.output {
         SvgOutput::Stdout => eprint!("{out}"),
-        SvgOutput::File(_) => print!("{out}"),
+        SvgOutput::File(_) => crate::out!("{out}"),
     }
     Ok(())
 }
@@ -256,6 +286,6 @@ fn compare_stat(before: &Capture, after: &Capture, json: bool) -> Result<()> {
     for note in &diff.notes {
         out.push_str(&format!("note: {note}\n"));
     }
-    print!("{out}");
+    crate::out!("{out}");
     Ok(())
 }

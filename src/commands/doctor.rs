@@ -25,7 +25,7 @@ pub async fn run(args: DoctorArgs) -> Result<()> {
         });
         crate::ui::output::print_json(&json);
     } else {
-        print!("{}", checks::render(&settings.target, &list));
+        crate::out!("{}", checks::render(&settings.target, &list));
     }
     match failed.first() {
         None => Ok(()),

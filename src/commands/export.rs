@@ -1,29 +1,34 @@
 //! `devprof export CAPTURE --format pprof|speedscope|firefox|collapsed [-o FILE]`: a capture
-//! in the format of a tool users already have. The capture's folded stacks, timeline and
-//! manifest are read here; the writers in `export/` are pure.
+//! in the format of a tool users already have; `devprof export SESSION --format
+//! firefox|speedscope`: every container of a `devprof profile` session in one file, on the
+//! session's shared clock. The captures' folded stacks, timelines, markers and manifests
+//! are read here; the writers in `export/` are pure.
 
 use crate::cli::ExportArgs;
 use crate::error::{Error, Result};
 use crate::export::{firefox_json, pprof_gz, Source, Unit};
-use crate::profile::timeline::Timeline;
-use crate::settings::store::{ExportFormat, ExportOutput, ExportSettings};
+use crate::settings::store::{ExportFormat, ExportSettings};
 use crate::store::catalog::Capture;
-use crate::store::loader;
-use std::io::Write;
+use crate::store::{loader, units};
 use std::path::{Path, PathBuf};
+
+pub use super::export_out::{json_bytes, read_timeline, write_export};
 
 pub fn run(args: ExportArgs, output_dir: PathBuf) -> Result<()> {
     let settings = ExportSettings::from_args(args, output_dir)?;
+    if let Some(session) = super::export_session::find(&settings.capture, &settings.output_dir)? {
+        return super::export_session::run(&settings, &session);
+    }
     let (folded_path, capture) = loader::find_capture(&settings.capture, &settings.output_dir)?;
     let folded = loader::read(&folded_path)?;
-    let off_cpu_time = folded_path.to_string_lossy().ends_with(".offcpu.folded");
     let kind = capture.as_ref().map_or("", |c| c.manifest.kind.as_str());
-    let unit = match kind {
-        "heap" => Unit::BYTES,
-        "offcpu" if off_cpu_time => Unit::OFF_CPU,
-        "offcpu" => Unit::EVENTS,
+    let unit = match loader::unit_of(&folded_path, capture.as_ref()) {
+        units::BYTES => Unit::BYTES,
+        units::OFF_CPU_US => Unit::OFF_CPU,
+        units::EVENTS => Unit::EVENTS,
         _ => Unit::SAMPLES,
     };
+    let off_cpu_time = unit == Unit::OFF_CPU;
     // The timeline holds the samples of the capture's main folded file (the event counts
     // of an off-CPU capture, not its off-CPU time).
     let timeline = match capture
@@ -63,12 +68,22 @@ pub fn run(args: ExportArgs, output_dir: PathBuf) -> Result<()> {
             folded_path.display()
         );
     }
+    let markers = match capture
+        .as_ref()
+        .and_then(|c| c.file_with_extension("markers"))
+    {
+        Some(path) => crate::profile::markers::Markers::read_path(&path)
+            .map_err(|e| Error::io(format!("read {}", path.display()), e))?,
+        None => None,
+    };
     let bytes = match settings.format {
         ExportFormat::Pprof => {
             pprof_gz(&source).map_err(|e| Error::io("compress the pprof profile", e))?
         }
-        ExportFormat::Speedscope => json_bytes(&crate::export::speedscope_json(&source)),
-        ExportFormat::Firefox => json_bytes(&firefox_json(&source)),
+        ExportFormat::Speedscope => {
+            json_bytes(&crate::export::speedscope_json(&source, markers.as_ref()))
+        }
+        ExportFormat::Firefox => json_bytes(&firefox_json(&source, markers.as_ref())),
         ExportFormat::Collapsed => {
             let mut out = Vec::new();
             folded
@@ -77,35 +92,10 @@ pub fn run(args: ExportArgs, output_dir: PathBuf) -> Result<()> {
             out
         }
     };
-    match &settings.output {
-        ExportOutput::Stdout => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&bytes)
-                .and_then(|()| out.flush())
-                .map_err(|e| Error::io("write the export to standard output", e))
-        }
-        ExportOutput::File(path) => write_whole(path, &bytes),
-        ExportOutput::Default => {
-            let stem = capture
-                .as_ref()
-                .map_or_else(|| file_stem(&folded_path), Capture::name);
-            let path = PathBuf::from(format!("{stem}.{}", settings.format.extension()));
-            write_whole(&path, &bytes)
-        }
-    }
-}
-
-fn read_timeline(path: &Path) -> Result<Timeline> {
-    let file =
-        std::fs::File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-    Timeline::read(std::io::BufReader::new(file))
-        .map_err(|e| Error::io(format!("read the timeline {}", path.display()), e))
-}
-
-fn json_bytes(value: &serde_json::Value) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
-    bytes.push(b'\n');
-    bytes
+    let default_stem = capture
+        .as_ref()
+        .map_or_else(|| file_stem(&folded_path), Capture::name);
+    write_export(&settings, &bytes, &default_stem)
 }
 
 fn file_stem(path: &Path) -> String {
@@ -114,16 +104,4 @@ fn file_stem(path: &Path) -> String {
         .and_then(|n| n.split('.').next())
         .unwrap_or("profile")
         .to_string()
-}
-
-/// Writes `bytes` to `path` whole or not at all: a temporary file beside it, renamed.
-fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
-    let partial = PathBuf::from(format!("{}.partial", path.display()));
-    let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&partial);
-        return Err(Error::io(format!("write {}", path.display()), e));
-    }
-    eprintln!("wrote {} ({} bytes)", path.display(), bytes.len());
-    Ok(())
 }

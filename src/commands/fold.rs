@@ -1,53 +1,139 @@
 //! `devprof fold`: the streaming folder on its own, for `perf script` text made elsewhere,
-//! or the native fold of a perf.data. Also what the benchmarks drive.
+//! or the fold of a perf.data (natively when its stacks are whole in the file, through
+//! this host's `perf script` when they need unwinding). Also what the benchmarks drive.
 
-use crate::cli::FoldArgs;
+use crate::cli::{FoldArgs, WeightArg};
 use crate::error::{Error, Result};
-use crate::profile::folded::{fold_perf_script, fold_perf_script_with, Folded};
+use crate::profile::folded::Folded;
 use crate::profile::perfdata::stacks::{self, Symbols};
+use crate::profile::perfdata::{recorded_call_graph, unwind, CallGraph};
+use crate::profile::perfscript::{fold, FoldOptions, SampleSink, Weight};
 use crate::profile::timeline::TimelineWriter;
 use crate::render::{write_heatmap_file, write_svg, SvgSpec};
+use crate::store::loader;
 use crate::symbols::binary::SYMBOL_CACHE;
 use crate::symbols::kernel_cache;
 use crate::symbols::module::load_all;
+use crate::symbols::perfmap::{PerfMap, PERF_MAP_LIMIT};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
 use std::path::Path;
 
 pub fn run(args: FoldArgs) -> Result<()> {
-    let folded = if is_perf_data(&args.input) {
-        fold_perf_data(&args)?
-    } else {
-        fold_script(&args)?
+    let weight = match args.weight {
+        WeightArg::Samples => Weight::Samples,
+        WeightArg::Period => Weight::Period,
     };
+    let counted = if is_perf_data(&args.input) {
+        if weight == Weight::Period {
+            return Err(Error::Usage(format!(
+                "--weight period sums the periods of perf script text; {} is a perf.data, folded \
+                 in samples (`perf script -i FILE | devprof fold - --weight period` sums its periods)",
+                args.input.display()
+            )));
+        }
+        Counted::samples(fold_perf_data(&args)?)
+    } else {
+        fold_script(&args, weight)?
+    };
+    let folded = &counted.folded;
     match &args.output {
         Some(path) => {
             let file = File::create(path)
                 .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
             folded.write_to(BufWriter::new(file))
         }
-        None => folded.write_to(BufWriter::new(io::stdout().lock())),
+        // A reader that went away (`| head`) ends the output; it is not an error.
+        None => folded
+            .write_to(BufWriter::new(io::stdout().lock()))
+            .or_else(crate::ui::output::reader_gone),
     }
     .map_err(|e| Error::io("write folded stacks", e))?;
+    let unit = counted.unit();
     if let Some(svg) = &args.svg {
         let file =
             File::create(svg).map_err(|e| Error::io(format!("create {}", svg.display()), e))?;
-        write_svg(
-            &folded,
-            &SvgSpec::cpu(args.title.clone(), None),
-            BufWriter::new(file),
-        )
-        .map_err(|e| Error::io(format!("write {}", svg.display()), e))?;
+        let mut spec = SvgSpec::cpu(args.title.clone(), None);
+        spec.count_name = unit.clone();
+        write_svg(folded, &spec, BufWriter::new(file))
+            .map_err(|e| Error::io(format!("write {}", svg.display()), e))?;
     }
     if let (Some(timeline), Some(page)) = (&args.timeline, &args.heatmap) {
-        write_heatmap_file(timeline, &args.title, "samples", page)?;
+        write_heatmap_file(timeline, &args.title, &unit, page)?;
     }
-    eprintln!(
-        "{} samples in {} stacks",
-        folded.total(),
-        folded.stacks.len()
-    );
+    eprintln!("{}", counted.summary());
     Ok(())
+}
+
+/// Folded stacks and what their counts are.
+struct Counted {
+    folded: Folded,
+    weight: Weight,
+    samples: u64,
+    /// From perf script text: how many samples had a period printed, their sum, the event.
+    with_period: u64,
+    period_total: u64,
+    event: Option<String>,
+}
+
+impl Counted {
+    fn samples(folded: Folded) -> Self {
+        Counted {
+            samples: folded.total(),
+            folded,
+            weight: Weight::Samples,
+            with_period: 0,
+            period_total: 0,
+            event: None,
+        }
+    }
+
+    /// What one count is: a sample, or a unit of the event's period.
+    fn unit(&self) -> String {
+        match self.weight {
+            Weight::Period if self.with_period > 0 => period_unit(self.event.as_deref()),
+            _ => "samples".into(),
+        }
+    }
+
+    /// The closing line: the total in its unit, and the other weight when the input has it.
+    fn summary(&self) -> String {
+        let stacks = self.folded.stacks.len();
+        let periods = format!(
+            "{} {}",
+            self.period_total,
+            period_unit(self.event.as_deref())
+        );
+        match self.weight {
+            Weight::Samples if self.with_period > 0 => format!(
+                "{} samples in {stacks} stacks (counts are samples; --weight period sums the \
+                 periods perf printed instead: {periods})",
+                self.samples
+            ),
+            Weight::Samples => format!("{} samples in {stacks} stacks", self.samples),
+            Weight::Period if self.with_period > 0 => format!(
+                "{periods} (perf's periods, summed) in {stacks} stacks, from {} samples \
+                 (--weight samples counts samples instead)",
+                self.samples
+            ),
+            Weight::Period => format!(
+                "{} samples in {stacks} stacks (--weight period: the input has no periods, \
+                 so each sample counts 1; `perf script -F ...,period` prints them)",
+                self.samples
+            ),
+        }
+    }
+}
+
+/// What one unit of an event's period is: nanoseconds for the clock events, an occurrence
+/// of the event otherwise (cycles, instructions, a tracepoint's hits).
+fn period_unit(event: Option<&str>) -> String {
+    let base = event.map(|e| e.split(':').next().unwrap_or(e));
+    match base {
+        Some(clock @ ("cpu-clock" | "task-clock")) => format!("ns of {clock}"),
+        Some(event) => format!("counts of {event}"),
+        None => "period units".into(),
+    }
 }
 
 /// Whether `path` is a perf.data file (by its magic; standard input is text).
@@ -60,8 +146,42 @@ fn is_perf_data(path: &Path) -> bool {
         && &magic == b"PERFILE2"
 }
 
-/// perf.data read and symbolized natively, with the files under `--symfs`.
+/// A perf.data folded natively when its stacks are whole in the file; stacks that need
+/// unwinding (DWARF, LBR) through this host's `perf script`, or refused without it.
 fn fold_perf_data(args: &FoldArgs) -> Result<Folded> {
+    let call_graph = recorded_call_graph(&args.input)
+        .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;
+    if call_graph.folds_natively() {
+        return fold_natively(args, call_graph);
+    }
+    let symfs = (args.symfs != Path::new("/")).then_some(args.symfs.as_path());
+    let folded = with_timeline(args.timeline.as_deref(), clock_of(args), |sink| {
+        loader::fold_with_host_perf(&args.input, symfs, sink)
+    })
+    .map_err(|e| match e {
+        Error::HostPerfMissing { .. } => needs_perf_script(args, call_graph, symfs),
+        e => e,
+    })?;
+    eprintln!(
+        "note: {} was recorded with {}, which devprof does not unwind itself: folded through \
+         this host's perf script",
+        args.input.display(),
+        call_graph.describe()
+    );
+    Ok(folded)
+}
+
+fn needs_perf_script(args: &FoldArgs, call_graph: CallGraph, symfs: Option<&Path>) -> Error {
+    Error::NeedsPerfScript {
+        path: args.input.display().to_string(),
+        recorded: call_graph.describe().into(),
+        command: loader::perf_script_command(&args.input, symfs),
+    }
+}
+
+/// perf.data read and symbolized natively, with the files under `--symfs` (the binaries a
+/// DWARF capture's user stacks are unwound with too) and the perf maps of its JIT code.
+fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
     // The kernel makes /proc/kallsyms line by line (50-70 ms): a capture in the store uses
     // the copy its container's symbol cache keeps for this boot, read on another core
     // while the perf.data is read; it is dropped when no frame is the kernel's.
@@ -72,8 +192,20 @@ fn fold_perf_data(args: &FoldArgs) -> Result<Folded> {
         .filter(|cache| std::fs::symlink_metadata(cache).is_ok_and(|m| m.is_dir()));
     let kept_in = cache.clone();
     let kallsyms = std::thread::spawn(move || kernel_cache::host_symbols(kept_in.as_deref()));
-    let raw = stacks::read(&args.input, args.timeline.is_some())
-        .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;
+    let keep_samples = args.timeline.is_some();
+    let raw = if call_graph.needs_unwinding() {
+        let vdso = unwind::own_vdso();
+        let open = |path: &str| -> Option<stacks::Image> {
+            if path == "[vdso]" {
+                return vdso.clone().map(stacks::Image::Owned);
+            }
+            stacks::Image::map(&args.symfs.join(path.trim_start_matches('/'))).ok()
+        };
+        stacks::read_unwound(&args.input, keep_samples, &open)
+    } else {
+        stacks::read(&args.input, keep_samples)
+    }
+    .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;
     let mut symbols = Symbols::default();
     let files = raw
         .files_used()
@@ -90,6 +222,18 @@ fn fold_perf_data(args: &FoldArgs) -> Result<Folded> {
     for (path, e) in failed {
         eprintln!("no symbols for {path}: {e}");
     }
+    for pid in raw.jit_pids() {
+        let map = args.symfs.join(format!("tmp/perf-{pid}.map"));
+        match PerfMap::read(&map, PERF_MAP_LIMIT) {
+            Ok(names) => {
+                symbols.perf_maps.insert(pid, names);
+            }
+            Err(e) => eprintln!(
+                "no names for the JIT code of process {pid}: {} {e}",
+                map.display()
+            ),
+        }
+    }
     if raw.has_kernel_frames() {
         symbols.kernel = match kallsyms.join().ok().flatten() {
             // It still names what it covers if the read fails.
@@ -99,25 +243,27 @@ fn fold_perf_data(args: &FoldArgs) -> Result<Folded> {
             read => read,
         };
     }
-    let fold = match &args.timeline {
-        Some(path) => {
-            let file = File::create(path)
-                .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
-            let mut timeline = TimelineWriter::new(BufWriter::new(file))
-                .map_err(|e| Error::io("start the timeline", e))?;
-            let fold = stacks::fold(&raw, &symbols, false, Some(&mut timeline));
-            timeline
-                .finish()
-                .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
-            fold
-        }
-        None => stacks::fold(&raw, &symbols, false, None),
-    };
+    let fold = with_timeline(args.timeline.as_deref(), clock_of(args), |sink| {
+        Ok(stacks::fold(&raw, &symbols, false, sink))
+    })?;
+    if fold.unwind_incomplete > 0 {
+        eprintln!(
+            "note: {} of {} samples have user stacks that could not be unwound to their first \
+             function (folded as far as they go)",
+            fold.unwind_incomplete, fold.samples
+        );
+    }
+    if fold.jit_samples > 0 {
+        eprintln!(
+            "note: {} samples are in JIT code of processes without a perf map (named by file)",
+            fold.jit_samples
+        );
+    }
     Ok(fold.folded)
 }
 
 /// `perf script` text, streamed through the parallel folder.
-fn fold_script(args: &FoldArgs) -> Result<Folded> {
+fn fold_script(args: &FoldArgs, weight: Weight) -> Result<Counted> {
     let input: Box<dyn Read> = if args.input.as_os_str() == "-" {
         Box::new(io::stdin().lock())
     } else {
@@ -127,19 +273,84 @@ fn fold_script(args: &FoldArgs) -> Result<Folded> {
         )
     };
     let reader = BufReader::with_capacity(1 << 20, input);
-    match &args.timeline {
-        Some(path) => {
-            let file = File::create(path)
-                .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
-            let mut timeline = TimelineWriter::new(BufWriter::new(file))
-                .map_err(|e| Error::io("start the timeline", e))?;
-            let folded = fold_perf_script_with(reader, &mut timeline);
-            timeline
-                .finish()
-                .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
-            folded
-        }
-        None => fold_perf_script(reader),
+    let outcome = with_timeline(args.timeline.as_deref(), None, |sink| {
+        let options = FoldOptions {
+            sink,
+            weight,
+            ..FoldOptions::default()
+        };
+        fold(reader, options).map_err(|e| Error::io("fold perf script input", e))
+    })?;
+    Ok(Counted {
+        folded: outcome.folded,
+        weight,
+        samples: outcome.samples,
+        with_period: outcome.with_period,
+        period_total: outcome.period_total,
+        event: outcome.event,
+    })
+}
+
+/// Runs `fold` with the `--timeline` file's writer as its sample sink, when one is asked
+/// for, and finishes the file.
+/// The clock a perf.data's samples were recorded on, for its timeline (none when unknown).
+fn clock_of(args: &FoldArgs) -> Option<crate::profile::timeline::Clock> {
+    crate::profile::perfdata::recording_clock(&args.input)
+        .ok()
+        .flatten()
+}
+
+fn with_timeline<T>(
+    path: Option<&Path>,
+    clock: Option<crate::profile::timeline::Clock>,
+    fold: impl FnOnce(Option<&mut dyn SampleSink>) -> Result<T>,
+) -> Result<T> {
+    let Some(path) = path else {
+        return fold(None);
+    };
+    let file =
+        File::create(path).map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+    let mut timeline = TimelineWriter::new(BufWriter::new(file))
+        .map_err(|e| Error::io("start the timeline", e))?;
+    if let Some(clock) = &clock {
+        timeline.set_clock(clock);
     }
-    .map_err(|e| Error::io("fold perf script input", e))
+    let out = fold(Some(&mut timeline))?;
+    timeline
+        .finish()
+        .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_periods_total_is_named_in_its_unit() {
+        assert_eq!(period_unit(Some("cpu-clock:pppH")), "ns of cpu-clock");
+        assert_eq!(period_unit(Some("task-clock")), "ns of task-clock");
+        assert_eq!(period_unit(Some("cycles:u")), "counts of cycles");
+        let counted = Counted {
+            folded: Folded::from_pairs([("a;b".to_string(), 3)].into_iter()),
+            weight: Weight::Samples,
+            samples: 3,
+            with_period: 3,
+            period_total: 3_003_003,
+            event: Some("cpu-clock".into()),
+        };
+        assert_eq!(
+            counted.summary(),
+            "3 samples in 1 stacks (counts are samples; --weight period sums the periods \
+             perf printed instead: 3003003 ns of cpu-clock)"
+        );
+        let by_period = Counted {
+            weight: Weight::Period,
+            ..counted
+        };
+        assert_eq!(by_period.unit(), "ns of cpu-clock");
+        assert!(by_period.summary().starts_with(
+            "3003003 ns of cpu-clock (perf's periods, summed) in 1 stacks, from 3 samples"
+        ));
+    }
 }

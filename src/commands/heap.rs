@@ -1,10 +1,12 @@
 //! `devprof heap`: obtain and render the heap dumps, then print the closing summary.
 
+use super::open_flamegraph;
 use crate::capture::heap::{run_heap, HeapOutcome};
 use crate::cli::HeapArgs;
 use crate::error::Result;
 use crate::settings::HeapSettings;
 use crate::signals::Interrupts;
+use crate::store::HEAP_PLOT;
 use crate::ui::output;
 use crate::units::{human_bytes, thousands};
 use std::path::PathBuf;
@@ -18,6 +20,9 @@ pub async fn run(args: HeapArgs, output_dir: PathBuf, interrupts: &mut Interrupt
         || human_summary(&outcome),
         &outcome.warnings,
     );
+    if settings.open {
+        open_flamegraph(&outcome.manifest, &outcome.manifest_path);
+    }
     Ok(())
 }
 
@@ -95,7 +100,11 @@ fn human_summary(outcome: &HeapOutcome) -> String {
     }
     out.push_str(&output::files_written(&outcome.files));
     for (path, _) in &outcome.files {
+        let name = path.to_string_lossy();
         match path.extension().and_then(|e| e.to_str()) {
+            Some("svg") if name.ends_with(&format!(".{HEAP_PLOT}")) => {
+                out.push_str(&format!("heap per dump over time: {}\n", path.display()))
+            }
             Some("svg") => out.push_str(&format!("memory flamegraph: {}\n", path.display())),
             Some("txt") => out.push_str(&format!("report: {}\n", path.display())),
             _ => {}

@@ -6,7 +6,7 @@ use crate::settings::store::LsSettings;
 use crate::store::catalog::{self, Capture};
 use crate::store::session;
 use crate::ui::table::{self, Align};
-use crate::units::{human_bytes, thousands};
+use crate::units::human_bytes;
 use chrono::Local;
 use std::path::PathBuf;
 
@@ -16,16 +16,20 @@ pub fn run(args: LsArgs, output_dir: PathBuf) -> Result<()> {
         return list_sessions(&settings);
     }
     let captures = catalog::list(&settings.output_dir, settings.container.as_deref())?;
+    if settings.container.is_none() && !captures.is_empty() {
+        // The store's index, from what was just read (a read-only store keeps its old one).
+        let _ = crate::store::index::rebuild_from(&settings.output_dir, &captures);
+    }
     if settings.json {
         let rows: Vec<serde_json::Value> = captures.iter().map(json_row).collect();
         crate::ui::output::print_json(&rows);
         return Ok(());
     }
     if captures.is_empty() {
-        println!("no captures in {}", settings.output_dir.display());
+        crate::outln!("no captures in {}", settings.output_dir.display());
         return Ok(());
     }
-    print!("{}", human_table(&captures));
+    crate::out!("{}", human_table(&captures));
     Ok(())
 }
 
@@ -41,7 +45,7 @@ fn list_sessions(settings: &LsSettings) -> Result<()> {
         return Ok(());
     }
     if sessions.is_empty() {
-        println!("no sessions in {}", settings.output_dir.display());
+        crate::outln!("no sessions in {}", settings.output_dir.display());
         return Ok(());
     }
     let rows: Vec<Vec<String>> = sessions
@@ -65,7 +69,7 @@ fn list_sessions(settings: &LsSettings) -> Result<()> {
             ]
         })
         .collect();
-    print!(
+    crate::out!(
         "{}",
         table::render(
             &[
@@ -95,19 +99,6 @@ fn list_sessions(settings: &LsSettings) -> Result<()> {
     Ok(())
 }
 
-/// What a capture's count counts, by kind: samples (cpu), events (offcpu), bytes (heap),
-/// runs of a command or counters over a window (stat).
-pub fn count_text(capture: &Capture) -> String {
-    let n = capture.manifest.sample_count;
-    match capture.manifest.kind.as_str() {
-        "heap" => human_bytes(n),
-        "offcpu" => format!("{} events", thousands(n)),
-        "stat" if n > 0 => format!("{} runs", thousands(n)),
-        "stat" => format!("{} counters", capture.manifest.events.len()),
-        _ => format!("{} samples", thousands(n)),
-    }
-}
-
 pub fn human_table(captures: &[Capture]) -> String {
     let rows: Vec<Vec<String>> = captures
         .iter()
@@ -120,7 +111,7 @@ pub fn human_table(captures: &[Capture]) -> String {
                 c.manifest.kind.clone(),
                 c.container.clone(),
                 format!("{:.1} s", c.manifest.duration_recorded_s),
-                count_text(c),
+                c.count_text(),
                 c.manifest.files.len().to_string(),
                 human_bytes(c.bytes_on_disk()),
                 c.name(),

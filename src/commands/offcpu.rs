@@ -1,8 +1,10 @@
 //! `devprof offcpu`: run the capture, then print the summary and the files written.
 
+use super::open_flamegraph;
 use crate::capture::offcpu::{run_offcpu, OffcpuOutcome};
 use crate::cli::OffcpuArgs;
 use crate::error::Result;
+use crate::render::plot;
 use crate::settings::OffcpuSettings;
 use crate::signals::Interrupts;
 use crate::ui::output;
@@ -17,6 +19,9 @@ pub async fn run(args: OffcpuArgs, output_dir: PathBuf, interrupts: &mut Interru
         || human_summary(&outcome),
         &outcome.warnings,
     );
+    if settings.open {
+        open_flamegraph(&outcome.manifest, &outcome.manifest_path);
+    }
     Ok(())
 }
 
@@ -40,7 +45,11 @@ fn human_summary(outcome: &OffcpuOutcome) -> String {
     out.push_str(&output::files_written(&outcome.files));
     for (path, _) in &outcome.files {
         let name = path.to_string_lossy();
-        if name.ends_with(".offcpu.svg") {
+        if name.ends_with(&format!(".{}", plot::THREADS_PLOT)) {
+            out.push_str(&format!("off-CPU time per thread: {}\n", path.display()));
+        } else if name.ends_with(&format!(".{}", plot::BANDWIDTH_PLOT)) {
+            out.push_str(&format!("I/O bandwidth over time: {}\n", path.display()));
+        } else if name.ends_with(".offcpu.svg") {
             out.push_str(&format!("off-CPU time flamegraph: {}\n", path.display()));
         } else if name.ends_with(".svg") {
             out.push_str(&format!("event flamegraph: {}\n", path.display()));

@@ -6,7 +6,7 @@ use crate::cli::ProfileArgs;
 use crate::error::{Error, Result};
 use crate::settings::profile::ProfileSettings;
 use crate::signals::Interrupts;
-use crate::store::session::SessionRow;
+use crate::store::session::{start_spread_ms, SessionRow};
 use crate::ui::table::{self, Align};
 use crate::units::{human_bytes, thousands};
 use std::path::PathBuf;
@@ -16,6 +16,9 @@ pub async fn run(
     output_dir: PathBuf,
     interrupts: &mut Interrupts,
 ) -> Result<()> {
+    if !crate::commands::configure_marks(&args.marks.mark)? {
+        return Ok(());
+    }
     let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
     let settings = ProfileSettings::from_args(args, output_dir, &cwd)?;
     let outcome = multi::run_session(&settings, interrupts).await?;
@@ -25,9 +28,11 @@ pub async fn run(
             "rows": outcome.record.rows,
             "captures": outcome.record.captures,
             "thresholds": outcome.record.thresholds,
+            "endpoints": outcome.record.endpoints,
+            "start_spread_ms": start_spread_ms(&outcome.record.captures),
         }));
     } else {
-        print!("{}", human_summary(&outcome));
+        crate::out!("{}", human_summary(&outcome));
     }
     for capture in &outcome.captures {
         if let Ok(done) = &capture.result {
@@ -116,6 +121,32 @@ pub fn human_summary(outcome: &SessionOutcome) -> String {
         }
     }
     out.push_str(&format!("  thresholds: {}\n", outcome.record.thresholds));
+    for e in &outcome.record.endpoints {
+        let clock = |c: &Option<crate::profile::clock::ClockOffset>| {
+            c.map(|c| format!("{:+.1} ms ± {:.1} ms", c.offset_ms, c.uncertainty_ms))
+                .unwrap_or_else(|| "unknown".into())
+        };
+        out.push_str(&format!(
+            "  endpoint {} ({}): clock {} before, {} after the window, against this host's\n",
+            e.context,
+            e.address,
+            clock(&e.clock_before),
+            clock(&e.clock_after)
+        ));
+    }
+    if !outcome.record.endpoints.is_empty() {
+        if let Some(spread) = start_spread_ms(&outcome.record.captures) {
+            let uncertainty = outcome
+                .record
+                .endpoints
+                .iter()
+                .filter_map(|e| e.clock_before.map(|c| c.uncertainty_ms))
+                .fold(0.0, f64::max);
+            out.push_str(&format!(
+                "  starts: within {spread:.0} ms of each other on this host's clock (endpoint clocks known to ± {uncertainty:.1} ms)\n"
+            ));
+        }
+    }
     out.push_str("files written:\n");
     for c in &outcome.record.captures {
         if let Some(m) = &c.manifest {

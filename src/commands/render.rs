@@ -10,12 +10,38 @@ use crate::settings::store::RenderSettings;
 use crate::store::loader::{self, ProfileRef};
 use std::path::PathBuf;
 
-pub fn run(args: RenderArgs, output_dir: PathBuf) -> Result<()> {
+pub fn run(mut args: RenderArgs, output_dir: PathBuf) -> Result<()> {
     if args.heatmap {
         return heatmap(args, output_dir);
     }
+    // A TARGET (not a file) means its newest capture's folded stacks.
+    let text = args.file.to_string_lossy().into_owned();
+    if args.slices.slice.is_none() {
+        if let Ok(target @ ProfileRef::Newest(_)) = ProfileRef::parse(&text, "FILE") {
+            args.file = loader::find_capture(&target, &output_dir)?.0;
+        }
+    }
+    let slices = args.slices.clone();
     let settings = RenderSettings::from_args(args)?;
+    if let Some(mark) = &slices.slice {
+        let text = settings.input.to_string_lossy().into_owned();
+        let sliced = super::slices::load(&ProfileRef::parse(&text, "CAPTURE")?, &output_dir, mark)?;
+        let dir = match &settings.svg.output {
+            SvgOutput::File(p) if settings.svg.output_given => Some(p.clone()),
+            SvgOutput::File(_) => None,
+            SvgOutput::Stdout => {
+                return Err(Error::Usage(
+                    "--slice writes one SVG per interval: give -o DIR, not -".into(),
+                ))
+            }
+        };
+        return super::slices::render(&sliced, slices.slowest, dir, &settings.svg.layout);
+    }
     let folded = loader::read(&settings.input)?;
+    let unit = loader::unit_of(
+        &settings.input,
+        loader::capture_of_file(&settings.input).as_ref(),
+    );
     let shown = settings.filter.apply(&folded);
     if shown.is_empty() {
         return Err(Error::EmptyProfile {
@@ -33,10 +59,10 @@ pub fn run(args: RenderArgs, output_dir: PathBuf) -> Result<()> {
         .svg
         .title
         .clone()
-        .unwrap_or_else(|| format!("{file_name}: {} samples", shown.total()));
+        .unwrap_or_else(|| format!("{file_name}: {} {unit}", shown.total()));
     let subtitle = (!settings.filter.is_noop()).then(|| {
         format!(
-            "{} of {} samples shown ({})",
+            "{} of {} {unit} shown ({})",
             shown.total(),
             folded.total(),
             settings.filter.describe()
@@ -47,20 +73,21 @@ pub fn run(args: RenderArgs, output_dir: PathBuf) -> Result<()> {
         &shown.lines().collect::<Vec<_>>(),
         &title,
         subtitle,
+        unit,
         &settings.svg.layout,
     )?;
-    report(&settings.svg.output, &shown);
+    report(&settings.svg.output, &shown, unit);
     Ok(())
 }
 
-fn report(output: &SvgOutput, folded: &Folded) {
+fn report(output: &SvgOutput, folded: &Folded, unit: &str) {
     let what = format!(
-        "{} samples in {} stacks",
+        "{} {unit} in {} stacks",
         folded.total(),
         folded.stacks.len()
     );
     match output {
-        SvgOutput::File(path) => println!("flamegraph: {} ({what})", path.display()),
+        SvgOutput::File(path) => crate::outln!("flamegraph: {} ({what})", path.display()),
         SvgOutput::Stdout => eprintln!("{what}"),
     }
 }
@@ -104,6 +131,6 @@ fn heatmap(args: RenderArgs, output_dir: PathBuf) -> Result<()> {
         capture.manifest.kind
     );
     let samples = crate::render::write_heatmap_file(&timeline, &title, unit, &output)?;
-    println!("heatmap: {} ({samples} {unit})", output.display());
+    crate::outln!("heatmap: {} ({samples} {unit})", output.display());
     Ok(())
 }

@@ -20,6 +20,8 @@ pub fn run(args: SummarizeArgs) -> Result<()> {
         None => Aggregator::new(Mode::Fast),
     };
     let started = std::time::Instant::now();
+    // However its call graphs were recorded (DWARF, LBR), every record is counted: the
+    // fast summary reads no stacks, so it has none to lose.
     let records = perfdata::for_each_record(path, |r| aggregator.add(r)).map_err(|e| {
         Error::io(
             format!(
@@ -46,7 +48,7 @@ pub fn run(args: SummarizeArgs) -> Result<()> {
     if args.json {
         crate::ui::output::print_json(&outcome.summary);
     } else {
-        print!(
+        crate::out!(
             "{}",
             render_text(
                 &outcome.summary,

@@ -11,8 +11,23 @@ use crate::units::thousands;
 use std::path::PathBuf;
 
 pub fn run(args: TopArgs, output_dir: PathBuf) -> Result<()> {
+    let slices = args.slices.clone();
     let settings = TopSettings::from_args(args, output_dir)?;
-    let loaded = loader::load(&settings.profile, &settings.output_dir)?;
+    if let Some(mark) = &slices.slice {
+        let sliced = super::slices::load(&settings.profile, &settings.output_dir, mark)?;
+        return super::slices::top(&sliced, slices.slowest, settings.limit, settings.json);
+    }
+    let set = loader::load_set(&settings.profile, &settings.output_dir)?;
+    if set.is_set && settings.callers.is_none() && settings.modules.is_none() {
+        return super::sets::top(
+            &set,
+            &settings.filter,
+            settings.limit,
+            settings.confidence,
+            settings.json,
+        );
+    }
+    let loaded = set.whole;
     let folded = settings.filter.apply(&loaded.folded);
     if folded.is_empty() {
         return Err(Error::EmptyProfile {
@@ -39,6 +54,7 @@ pub fn run(args: TopArgs, output_dir: PathBuf) -> Result<()> {
             "file": loaded.path,
             "capture": loaded.capture.as_ref().map(|c| c.name()),
             "total": total,
+            "unit": loaded.unit,
             "self": by_self,
             "inclusive": by_inclusive,
             "callers": callers.as_ref().map(|c| serde_json::json!({
@@ -57,63 +73,65 @@ pub fn run(args: TopArgs, output_dir: PathBuf) -> Result<()> {
         return Ok(());
     }
 
-    let mut out = format!("{}: {} samples\n", loaded.path.display(), thousands(total));
+    let unit = loaded.unit;
+    let mut out = format!("{}: {} {unit}\n", loaded.path.display(), thousands(total));
     if let Some(rows) = &by_self {
         out.push_str(&format!(
-            "\ntop {} by self samples (leaf frame)\n",
+            "\ntop {} by self {unit} (leaf frame)\n",
             rows.len()
         ));
-        out.push_str(&rows_table(rows, "FUNCTION"));
+        out.push_str(&rows_table(rows, unit, "FUNCTION"));
     }
     if let Some(rows) = &by_inclusive {
         out.push_str(&format!(
-            "\ntop {} by inclusive samples (anywhere on the stack)\n",
+            "\ntop {} by inclusive {unit} (anywhere on the stack)\n",
             rows.len()
         ));
-        out.push_str(&rows_table(rows, "FUNCTION"));
+        out.push_str(&rows_table(rows, unit, "FUNCTION"));
     }
     if let (Some(c), Some(q)) = (&callers, &settings.callers) {
         out.push_str(&callers_text(
             c,
+            unit,
             q.pattern.as_str(),
             q.module.as_ref().map(|m| m.as_str()),
         ));
     }
     if let (Some(rows), Some(re)) = (&modules, &settings.modules) {
         out.push_str(&format!(
-            "\nmodules /{re}/ (innermost matching frame; % of all samples)\n"
+            "\nmodules /{re}/ (innermost matching frame; % of all {unit})\n"
         ));
-        out.push_str(&rows_table(rows, "MODULE"));
+        out.push_str(&rows_table(rows, unit, "MODULE"));
     }
-    print!("{out}");
+    crate::out!("{out}");
     Ok(())
 }
 
-fn callers_text(c: &Callers, pattern: &str, module: Option<&str>) -> String {
+fn callers_text(c: &Callers, unit: &str, pattern: &str, module: Option<&str>) -> String {
     let nearest = match module {
         Some(m) => format!("nearest caller matching /{m}/"),
         None => "immediate caller".to_string(),
     };
     let mut out = format!(
-        "\ncallers of /{pattern}/ ({nearest}): {} samples, {}% of all\n",
+        "\ncallers of /{pattern}/ ({nearest}): {} {unit}, {}% of all\n",
         thousands(c.matched),
         pct(c.matched_percent)
     );
     if c.matched == 0 {
         out.push_str("  no frame matches the pattern\n");
     } else {
-        out.push_str(&rows_table(&c.rows, "CALLER (% of matched)"));
+        out.push_str(&rows_table(&c.rows, unit, "CALLER (% of matched)"));
     }
     out
 }
 
-fn rows_table(rows: &[Row], what: &str) -> String {
+fn rows_table(rows: &[Row], unit: &str, what: &str) -> String {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| vec![thousands(r.samples), pct(r.percent), r.name.clone()])
         .collect();
     table::render(
-        &["SAMPLES", "%", what],
+        &[&unit.to_uppercase(), "%", what],
         &[Align::Right, Align::Right, Align::Left],
         &cells,
         2,

@@ -25,6 +25,25 @@ pub struct SidecarSpec {
     pub share_network: bool,
 }
 
+/// The resource limits of every container devprof creates. Set rather than left to the
+/// endpoint: Podman gives each container a default of 1048576 open files, which a kernel
+/// or parent whose hard limit is lower refuses ("error setting rlimit type 7: operation
+/// not permitted"), and the container never starts. These are below any usual hard limit
+/// and above what perf needs (one descriptor per thread and CPU it records).
+pub const OPEN_FILES_LIMIT: i64 = 16384;
+pub const PROCESSES_LIMIT: i64 = 16384;
+
+fn own_limits() -> Vec<bollard::models::ResourcesUlimits> {
+    [("nofile", OPEN_FILES_LIMIT), ("nproc", PROCESSES_LIMIT)]
+        .into_iter()
+        .map(|(name, limit)| bollard::models::ResourcesUlimits {
+            name: Some(name.into()),
+            soft: Some(limit),
+            hard: Some(limit),
+        })
+        .collect()
+}
+
 /// The label every devprof sidecar carries (`devprof clean --containers` looks for it).
 pub const SIDECAR_LABEL: &str = "devprof.sidecar";
 /// Who made a sidecar and until when it is needed, so `clean --containers` removes only
@@ -41,10 +60,49 @@ pub fn host_name() -> String {
         .unwrap_or_default()
 }
 
+/// `labels`, and who made the container (this host and process), for clean-up.
+fn made_here<const N: usize>(
+    labels: [(&str, String); N],
+) -> std::collections::HashMap<String, String> {
+    labels
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .chain([
+            (CREATOR_HOST_LABEL.to_string(), host_name()),
+            (
+                CREATOR_PID_LABEL.to_string(),
+                std::process::id().to_string(),
+            ),
+        ])
+        .collect()
+}
+
+/// A name no other container devprof makes has: several sidecars of one target run at
+/// once (`profile --kinds cpu,offcpu`), so the target's short id and this process's pid
+/// are followed by a counter. `clean --containers` finds sidecars by their label; the name
+/// only has to say what the container is.
+pub fn sidecar_name(target_id: &str) -> String {
+    format!(
+        "devprof-sidecar-{}-{}-{}",
+        &target_id[..target_id.len().min(12)],
+        std::process::id(),
+        next_serial()
+    )
+}
+
+/// A number that grows with every container this process names.
+fn next_serial() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Whether a container is running, and how it ended when it is not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerState {
     pub running: bool,
+    /// Paused (`docker pause`): running, but every process in it frozen.
+    pub paused: bool,
     /// Docker's word: running, exited, dead, removing, ...; `removed` when it is gone.
     pub status: String,
     pub exit_code: Option<i64>,
@@ -54,12 +112,7 @@ impl Docker {
     /// Creates and starts a sidecar; it idles (`sleep`) until commands are run in it.
     pub async fn start_sidecar(&self, spec: &SidecarSpec) -> Result<ContainerInfo> {
         use bollard::models::{ContainerCreateBody, HostConfig};
-        use bollard::query_parameters::CreateContainerOptionsBuilder;
-        let name = format!(
-            "devprof-sidecar-{}-{}",
-            &spec.target_id[..spec.target_id.len().min(12)],
-            std::process::id()
-        );
+        let name = sidecar_name(&spec.target_id);
         let expires = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
@@ -67,19 +120,10 @@ impl Docker {
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             cmd: Some(vec!["sleep".into(), spec.lifetime.as_secs().to_string()]),
-            labels: Some(
-                [
-                    (SIDECAR_LABEL.to_string(), spec.target_id.clone()),
-                    (CREATOR_HOST_LABEL.to_string(), host_name()),
-                    (
-                        CREATOR_PID_LABEL.to_string(),
-                        std::process::id().to_string(),
-                    ),
-                    (EXPIRES_LABEL.to_string(), expires.as_secs().to_string()),
-                ]
-                .into_iter()
-                .collect(),
-            ),
+            labels: Some(made_here([
+                (SIDECAR_LABEL, spec.target_id.clone()),
+                (EXPIRES_LABEL, expires.as_secs().to_string()),
+            ])),
             host_config: Some(HostConfig {
                 pid_mode: Some(format!("container:{}", spec.target_id)),
                 network_mode: spec
@@ -94,12 +138,9 @@ impl Docker {
             }),
             ..Default::default()
         };
-        let options = CreateContainerOptionsBuilder::default().name(&name).build();
         let created = self
-            .client
-            .create_container(Some(options), body)
-            .await
-            .map_err(|e| api_error(&format!("create sidecar from {}", spec.image), e))?;
+            .create_named(&name, body, &format!("sidecar from {}", spec.image))
+            .await?;
         if let Err(e) = self.client.start_container(&created.id, None).await {
             self.remove_container(&created.id).await;
             return Err(api_error(&format!("start sidecar from {}", spec.image), e));
@@ -115,6 +156,26 @@ impl Docker {
         })
     }
 
+    /// Creates a container named `name`; `what` says what it is in the error.
+    async fn create_named(
+        &self,
+        name: &str,
+        body: bollard::models::ContainerCreateBody,
+        what: &str,
+    ) -> Result<bollard::models::ContainerCreateResponse> {
+        use bollard::query_parameters::CreateContainerOptionsBuilder;
+        let options = CreateContainerOptionsBuilder::default().name(name).build();
+        let mut body = body;
+        let host_config = body.host_config.get_or_insert_with(Default::default);
+        if host_config.ulimits.is_none() {
+            host_config.ulimits = Some(own_limits());
+        }
+        self.client
+            .create_container(Some(options), body)
+            .await
+            .map_err(|e| api_error(&format!("create {what}"), e))
+    }
+
     /// Removes a container, running or not; failures are reported, not fatal.
     pub async fn remove_container(&self, id: &str) {
         use bollard::query_parameters::RemoveContainerOptionsBuilder;
@@ -124,12 +185,23 @@ impl Docker {
             .build();
         if let Err(e) = self.client.remove_container(id, Some(options)).await {
             let text = e.to_string();
-            // Auto-removal may have won the race.
-            if !text.contains("No such container")
-                && !text.contains("already in progress")
-                && !text.contains("404")
-            {
+            if text.contains("already in progress") {
+                // Auto-removal won the race (a sidecar whose target died): it is gone
+                // once the engine says so, not when it started removing it.
+                self.until_removed(id).await;
+            } else if !text.contains("No such container") && !text.contains("404") {
                 eprintln!("warning: could not remove container {id}: {text}");
+            }
+        }
+    }
+
+    /// Waits (at most 10 s) until the engine no longer knows the container.
+    async fn until_removed(&self, id: &str) {
+        for _ in 0..50 {
+            match self.container_state(id).await {
+                Ok(state) if state.status == "removed" => return,
+                Err(_) => return,
+                Ok(_) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         }
     }
@@ -164,6 +236,28 @@ impl Docker {
         }
     }
 
+    /// Returns when the engine reports the container paused (`docker pause`) from now on.
+    /// Err when the engine broke the request off: then ask `container_state`.
+    pub async fn wait_paused(&self, container: &str) -> Result<()> {
+        use bollard::query_parameters::EventsOptionsBuilder;
+        use futures_util::StreamExt;
+        let filters = std::collections::HashMap::from([
+            ("type", vec!["container"]),
+            ("container", vec![container]),
+            ("event", vec!["pause"]),
+        ]);
+        let options = EventsOptionsBuilder::default().filters(&filters).build();
+        let mut events = self.client.events(Some(options));
+        match events.next().await {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(e)) => Err(api_error(&format!("watch container {container}"), e)),
+            None => Err(crate::error::Error::Docker {
+                action: format!("watch container {container}"),
+                reason: "the engine closed the event stream".into(),
+            }),
+        }
+    }
+
     /// A container's state now; a container that no longer exists counts as stopped.
     pub async fn container_state(&self, container: &str) -> Result<ContainerState> {
         match self.client.inspect_container(container, None).await {
@@ -171,6 +265,7 @@ impl Docker {
                 let state = c.state.unwrap_or_default();
                 Ok(ContainerState {
                     running: state.running == Some(true),
+                    paused: state.paused == Some(true),
                     status: state.status.map(|s| s.to_string()).unwrap_or_default(),
                     exit_code: state.exit_code,
                 })
@@ -179,6 +274,7 @@ impl Docker {
                 status_code: 404, ..
             }) => Ok(ContainerState {
                 running: false,
+                paused: false,
                 status: "removed".into(),
                 exit_code: None,
             }),
@@ -194,6 +290,63 @@ impl Docker {
             .into_iter()
             .filter(|c| c.labels.contains_key(label))
             .collect())
+    }
+}
+
+/// The label of the short-lived container that writes the host's perf sysctls.
+pub const SYSCTL_HELPER_LABEL: &str = "devprof.sysctl-helper";
+
+/// Longest a sysctl helper may take, from creation to exit.
+const SYSCTL_HELPER_LIMIT: Duration = Duration::from_secs(20);
+
+impl Docker {
+    /// Runs `script` (sh) to its end in a throw-away container from `image` that may write
+    /// the host's /proc/sys: CAP_SYS_ADMIN and an unconfined /proc (no masked or read-only
+    /// paths, as `--security-opt systempaths=unconfined`; AppArmor's default profile denies
+    /// those writes too), not privileged; no network. Ok(true) when the script exited 0. The
+    /// container is removed whatever happens.
+    pub async fn run_sysctl_helper(&self, image: &str, script: &str) -> Result<bool> {
+        use bollard::models::{ContainerCreateBody, HostConfig};
+        let name = format!("devprof-sysctl-{}-{}", std::process::id(), next_serial());
+        let body = ContainerCreateBody {
+            image: Some(image.to_string()),
+            entrypoint: Some(vec!["sh".into(), "-c".into(), script.to_string()]),
+            cmd: Some(vec![]),
+            user: Some("0".into()),
+            labels: Some(made_here([(SYSCTL_HELPER_LABEL, "1".to_string())])),
+            host_config: Some(HostConfig {
+                cap_add: Some(vec!["SYS_ADMIN".into()]),
+                security_opt: Some(vec!["apparmor=unconfined".into()]),
+                masked_paths: Some(Vec::new()),
+                readonly_paths: Some(Vec::new()),
+                network_mode: Some("none".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let created = self
+            .create_named(&name, body, &format!("a sysctl helper from {image}"))
+            .await?;
+        let ran = async {
+            self.client
+                .start_container(&created.id, None)
+                .await
+                .map_err(|e| api_error(&format!("start a sysctl helper from {image}"), e))?;
+            self.wait_not_running(&created.id).await
+        };
+        let outcome = tokio::time::timeout(SYSCTL_HELPER_LIMIT, ran).await;
+        self.remove_container(&created.id).await;
+        match outcome {
+            Ok(Ok(code)) => Ok(code == Some(0)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(crate::error::Error::Docker {
+                action: format!("run a sysctl helper from {image}"),
+                reason: format!(
+                    "it did not finish within {} s",
+                    SYSCTL_HELPER_LIMIT.as_secs()
+                ),
+            }),
+        }
     }
 }
 
@@ -259,8 +412,9 @@ impl Docker {
         use bollard::models::{ContainerCreateBody, HostConfig};
         use bollard::query_parameters::CreateContainerOptionsBuilder;
         let name = format!(
-            "devprof-trial-{}-{}",
+            "devprof-trial-{}-{}-{}",
             std::process::id(),
+            next_serial(),
             caps.join("-").to_lowercase()
         );
         let body = ContainerCreateBody {
@@ -295,7 +449,6 @@ impl Docker {
     /// image (perf, the binary). The caller removes it with `remove_container`.
     pub async fn start_idle_container(&self, image: &str, name: &str) -> Result<ContainerInfo> {
         use bollard::models::ContainerCreateBody;
-        use bollard::query_parameters::CreateContainerOptionsBuilder;
         let body = ContainerCreateBody {
             image: Some(image.to_string()),
             entrypoint: Some(vec!["sleep".into(), "600".into()]),
@@ -307,12 +460,9 @@ impl Docker {
             ),
             ..Default::default()
         };
-        let options = CreateContainerOptionsBuilder::default().name(name).build();
         let created = self
-            .client
-            .create_container(Some(options), body)
-            .await
-            .map_err(|e| api_error(&format!("create a container from {image}"), e))?;
+            .create_named(name, body, &format!("a container from {image}"))
+            .await?;
         if let Err(e) = self.client.start_container(&created.id, None).await {
             self.remove_container(&created.id).await;
             return Err(api_error(&format!("start a container from {image}"), e));
@@ -326,5 +476,25 @@ impl Docker {
             project: None,
             labels: Default::default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: the second sidecar of one target (`profile --kinds cpu,offcpu
+    /// --mode sidecar`) was refused by the engine at every tier: same name as the first.
+    #[test]
+    fn two_sidecars_of_one_target_get_different_names() {
+        let id = "0123456789abcdef0123";
+        let first = sidecar_name(id);
+        let second = sidecar_name(id);
+        assert_ne!(first, second);
+        let prefix = format!("devprof-sidecar-0123456789ab-{}-", std::process::id());
+        assert!(
+            first.starts_with(&prefix) && second.starts_with(&prefix),
+            "{first} {second}"
+        );
     }
 }

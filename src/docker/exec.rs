@@ -20,6 +20,10 @@ pub const ROOT: &str = "0:0";
 
 /// Standard error kept from one exec; enough for perf's diagnostics.
 const STDERR_LIMIT: usize = 256 * 1024;
+/// The most standard output a collected command keeps (a `cat` of a file the container
+/// made, a listing of its processes): past it, the rest is drained and dropped, and
+/// stderr says so. Whatever may be larger streams (`stream_to`).
+const STDOUT_LIMIT: usize = 256 << 20;
 
 /// What a command run in a container printed, and how it ended.
 #[derive(Debug, Clone, Default)]
@@ -135,7 +139,7 @@ impl Docker {
     }
 
     /// Starts `argv` at once with its stdin attached, and writes one line to it when `go`
-    /// resolves: a process that waits for that line (`read`) is already running when it
+    /// resolves (the line `go` gives, e.g. `go` or `at:NS`): a process that waits for that line (`read`) is already running when it
     /// comes, so several containers' processes can be released within milliseconds of
     /// each other (starting an exec costs the engine tens to hundreds of milliseconds
     /// each). The process prints `ready_line` on its stdout once it waits; `running` is
@@ -151,7 +155,7 @@ impl Docker {
         ready_line: &str,
         sink: mpsc::Sender<Bytes>,
         running: tokio::sync::oneshot::Sender<()>,
-        go: impl std::future::Future<Output = ()>,
+        go: impl std::future::Future<Output = String>,
     ) -> Result<ExecOutput> {
         let (exec_id, started) = self.start_exec(container, user, argv, true).await?;
         let StartExecResults::Attached {
@@ -185,10 +189,10 @@ impl Docker {
         }
         if ready {
             let _ = running.send(());
-            go.await;
+            let line = go.await;
             use tokio::io::AsyncWriteExt;
             input
-                .write_all(b"go\n")
+                .write_all(format!("{line}\n").as_bytes())
                 .await
                 .map_err(|e| Error::io(format!("release the exec in {container}"), e))?;
             // End of input after the line: a command that reads its stdin gets
@@ -257,20 +261,34 @@ impl Docker {
         user: Option<&str>,
         argv: &[&str],
     ) -> Result<ExecOutput> {
-        let (tx, mut rx) = mpsc::channel::<Bytes>(pipe::CHANNEL_CHUNKS);
-        let collect = async {
-            let mut out = Vec::new();
-            while let Some(chunk) = rx.recv().await {
-                out.extend_from_slice(&chunk);
-            }
-            out
-        };
-        let (result, stdout) =
+        let (tx, rx) = mpsc::channel::<Bytes>(pipe::CHANNEL_CHUNKS);
+        let collect = collect_at_most(rx, STDOUT_LIMIT);
+        let (result, (stdout, cut)) =
             tokio::join!(self.exec_streaming_as(container, user, argv, tx), collect);
         let mut output = result?;
         output.stdout = String::from_utf8_lossy(&stdout).into_owned();
+        if cut {
+            output.stderr.push_str(&format!(
+                "\ndevprof: standard output cut at {} MiB",
+                STDOUT_LIMIT >> 20
+            ));
+        }
         Ok(output)
     }
+}
+
+/// The chunks of `rx` up to `limit` bytes, and whether more came: then the receiver is
+/// closed, so the sender drains the rest without keeping it.
+async fn collect_at_most(mut rx: mpsc::Receiver<Bytes>, limit: usize) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        if out.len() + chunk.len() > limit {
+            out.extend_from_slice(&chunk[..limit - out.len()]);
+            return (out, true);
+        }
+        out.extend_from_slice(&chunk);
+    }
+    (out, false)
 }
 
 /// Running commands in one container. Capture recipes are written against this trait so
@@ -369,7 +387,7 @@ impl Shell {
 
 #[cfg(test)]
 mod tests {
-    use super::after_line;
+    use super::{after_line, collect_at_most, mpsc, Bytes};
 
     #[test]
     fn the_ready_line_is_found_whole_and_what_follows_it_is_kept() {
@@ -381,5 +399,30 @@ mod tests {
         assert_eq!(after_line(b"read", "ready"), None, "not a whole line yet");
         assert_eq!(after_line(b"ready-not\n", "ready"), None);
         assert_eq!(after_line(b"not-ready\n", "ready"), None);
+    }
+
+    #[tokio::test]
+    async fn collected_output_past_its_budget_is_cut_not_kept_whole() {
+        let (tx, rx) = mpsc::channel::<Bytes>(4);
+        let sender = tokio::spawn(async move {
+            // Far more than the budget; the sender stops when the receiver is gone.
+            for _ in 0..1000 {
+                if tx.send(Bytes::from(vec![b'x'; 1024])).await.is_err() {
+                    return true;
+                }
+            }
+            false
+        });
+        let (out, cut) = collect_at_most(rx, 10_000).await;
+        assert_eq!(out.len(), 10_000);
+        assert!(cut);
+        assert!(sender.await.unwrap(), "the sender saw the receiver close");
+        let (tx, rx) = mpsc::channel::<Bytes>(4);
+        tx.send(Bytes::from_static(b"small")).await.unwrap();
+        drop(tx);
+        assert_eq!(
+            collect_at_most(rx, 10_000).await,
+            (b"small".to_vec(), false)
+        );
     }
 }

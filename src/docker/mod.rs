@@ -2,19 +2,23 @@
 //! containers (here), running commands inside them with streamed output (`exec`), bringing
 //! files out through the archive API with safe extraction (`archive`, over the bounded
 //! `pipe`), sidecar, trial and throw-away containers (`containers`), image builds and
-//! inspection (`image`), the one-exec probe of what a container offers (`probe`), and the
-//! pure rules that pick the target container and process (`target`). The rest of devprof
+//! inspection (`image`), the one-exec probe of what a container offers (`probe`), the
+//! pure rules that pick the target container and process (`target`), and the one reader of
+//! what scripts print in a container, in a form its processes cannot forge (`wire`). The rest of devprof
 //! sees plain data and the `ContainerShell` trait, never bollard types.
 
 pub mod archive;
+pub mod binary;
 pub mod containers;
 pub mod endpoint;
 pub mod exec;
 pub mod image;
+pub mod logs;
 pub mod pipe;
 pub mod probe;
 pub mod ssh;
 pub mod target;
+pub mod wire;
 
 pub use containers::{
     ContainerConfig, ContainerState, SidecarSpec, CREATOR_HOST_LABEL, CREATOR_PID_LABEL,
@@ -41,26 +45,104 @@ pub struct Docker {
     _ssh: Option<std::sync::Arc<ssh::SshBridge>>,
 }
 
-/// The engine's version and kernel.
+/// The endpoint's product, version and kernel.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct EngineVersion {
+pub struct EndpointVersion {
     pub version: String,
     pub api_version: String,
     pub kernel: String,
+    pub flavour: Flavour,
+}
+
+/// Which product serves the Docker API at an endpoint: where they differ (default
+/// resource limits, where images come from), devprof says so.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Flavour {
+    #[default]
+    Docker,
+    Podman,
+}
+
+impl Flavour {
+    /// Podman's compatible API names itself in its components ("Podman Engine") and
+    /// platform; Docker's never mentions Podman.
+    pub fn of(platform: Option<&str>, components: &[&str]) -> Flavour {
+        let podman = |name: &str| name.to_ascii_lowercase().contains("podman");
+        if platform.is_some_and(podman) || components.iter().any(|c| podman(c)) {
+            Flavour::Podman
+        } else {
+            Flavour::Docker
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavour::Docker => "Docker",
+            Flavour::Podman => "Podman",
+        }
+    }
+
+    /// How an image that exists elsewhere (Docker's storage, where `devprof build` and
+    /// scripts/testbed-up.sh put it) reaches this endpoint.
+    pub fn image_fix(self, image: &str) -> String {
+        match self {
+            Flavour::Docker => crate::error::profiler_image_fix(image),
+            Flavour::Podman => format!(
+                "Podman keeps its own images: copy it from Docker with `docker save {image} | podman load` \
+                 (as the user whose Podman serves this endpoint; scripts/podman-up.sh does this), or build it with `podman build`"
+            ),
+        }
+    }
+}
+
+/// The compose project and service of a container: docker compose's labels, else
+/// podman-compose's own.
+pub fn compose_labels(
+    labels: &std::collections::HashMap<String, String>,
+) -> (Option<String>, Option<String>) {
+    let first = |keys: [&str; 2]| keys.iter().find_map(|k| labels.get(*k).cloned());
+    (
+        first(["com.docker.compose.project", "io.podman.compose.project"]),
+        first(["com.docker.compose.service", "io.podman.compose.service"]),
+    )
+}
+
+tokio::task_local! {
+    /// The docker context a session's capture talks to (`TARGET@CONTEXT`): its recipe is
+    /// the single-target one, which connects by itself.
+    static CONTEXT: Option<String>;
+}
+
+/// Runs `fut` with every `Docker::connect` in it reaching the docker context `context`
+/// (None: the endpoint the environment names).
+pub async fn with_context<F: std::future::Future>(context: Option<String>, fut: F) -> F::Output {
+    CONTEXT.scope(context, fut).await
 }
 
 impl Docker {
     /// Connects to DOCKER_HOST (or the default socket), checks the daemon answers and
-    /// settles on an API version both sides speak.
+    /// settles on an API version both sides speak. Within `with_context`, to that docker
+    /// context instead.
     pub async fn connect() -> Result<Self> {
+        let context = CONTEXT.try_with(|c| c.clone()).ok().flatten();
+        Self::connect_to(context.as_deref()).await
+    }
+
+    /// Connects to the docker context `context` (DOCKER_HOST does not override a context
+    /// named here), or with None to the endpoint the environment names.
+    pub async fn connect_to(context: Option<&str>) -> Result<Self> {
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let endpoint =
-            endpoint::resolve(&|k| std::env::var(k).ok(), home.as_deref()).map_err(|reason| {
-                Error::DaemonUnreachable {
-                    address: "(docker context)".into(),
-                    reason,
-                }
-            })?;
+        let env = |k: &str| match (context, k) {
+            (Some(_), "DOCKER_HOST") => None,
+            (Some(name), "DOCKER_CONTEXT") => Some(name.to_string()),
+            _ => std::env::var(k).ok(),
+        };
+        let endpoint = endpoint::resolve(&env, home.as_deref()).map_err(|reason| {
+            Error::DaemonUnreachable {
+                address: "(docker context)".into(),
+                reason,
+            }
+        })?;
         let address = endpoint.host.clone();
         let unreachable = |reason: String| Error::DaemonUnreachable {
             address: format!("{} (from {})", endpoint.host, endpoint.source),
@@ -155,6 +237,7 @@ impl Docker {
             .into_iter()
             .map(|c| {
                 let labels = c.labels.unwrap_or_default();
+                let (project, service) = compose_labels(&labels);
                 ContainerInfo {
                     id: c.id.unwrap_or_default(),
                     name: c
@@ -164,8 +247,8 @@ impl Docker {
                         .unwrap_or_default(),
                     image: c.image.unwrap_or_default(),
                     state: c.state.map(|s| s.to_string()).unwrap_or_default(),
-                    service: labels.get("com.docker.compose.service").cloned(),
-                    project: labels.get("com.docker.compose.project").cloned(),
+                    service,
+                    project,
                     labels,
                 }
             })
@@ -179,18 +262,52 @@ impl Docker {
         }
     }
 
-    pub async fn engine_version(&self) -> Result<EngineVersion> {
+    pub async fn endpoint_version(&self) -> Result<EndpointVersion> {
         let v = self
             .client
             .version()
             .await
             .map_err(|e| api_error("engine version", e))?;
-        Ok(EngineVersion {
-            version: v.version.unwrap_or_default(),
-            api_version: v.api_version.unwrap_or_default(),
-            kernel: v.kernel_version.unwrap_or_default(),
+        let components: Vec<&str> = v
+            .components
+            .iter()
+            .flatten()
+            .map(|c| c.name.as_str())
+            .collect();
+        let flavour = Flavour::of(v.platform.as_ref().map(|p| p.name.as_str()), &components);
+        Ok(EndpointVersion {
+            version: v.version.clone().unwrap_or_default(),
+            api_version: v.api_version.clone().unwrap_or_default(),
+            kernel: v.kernel_version.clone().unwrap_or_default(),
+            flavour,
         })
     }
+
+    /// Whether the endpoint runs its containers rootless (in a user namespace), as its
+    /// security options say (`name=rootless`, Docker's and Podman's word); false when it
+    /// cannot be asked.
+    pub async fn rootless(&self) -> bool {
+        self.client
+            .info()
+            .await
+            .is_ok_and(|info| says_rootless(info.security_options.as_deref().unwrap_or(&[])))
+    }
+
+    /// The endpoint's product; Docker when it cannot be asked.
+    pub async fn flavour(&self) -> Flavour {
+        self.endpoint_version()
+            .await
+            .map(|v| v.flavour)
+            .unwrap_or_default()
+    }
+}
+
+/// Whether an endpoint's security options (`["name=seccomp,profile=builtin",
+/// "name=rootless", ...]`) say that it runs rootless.
+fn says_rootless(options: &[String]) -> bool {
+    options
+        .iter()
+        .any(|o| o.split(',').any(|part| part == "name=rootless"))
 }
 
 /// An error with the causes under it: hyper's own text ("client error (Connect)") hides
@@ -232,5 +349,72 @@ pub(crate) fn api_error(action: &str, e: bollard::errors::Error) -> Error {
     Error::Docker {
         action: action.to_string(),
         reason: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn an_endpoint_says_rootless_in_its_security_options() {
+        let options = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // Docker's and Podman's words, as /info gives them.
+        assert!(says_rootless(&options(&[
+            "name=seccomp,profile=builtin",
+            "name=rootless",
+            "name=cgroupns"
+        ])));
+        assert!(says_rootless(&options(&[
+            "name=seccomp,profile=default,name=rootless"
+        ])));
+        assert!(!says_rootless(&options(&[
+            "name=apparmor",
+            "name=seccomp,profile=builtin",
+            "name=cgroupns"
+        ])));
+        assert!(!says_rootless(&[]));
+    }
+
+    #[test]
+    fn podman_is_told_apart_by_its_components() {
+        // As Podman 4.3 and Docker 20.10 answer /version.
+        assert_eq!(
+            Flavour::of(Some("linux/amd64/debian-12"), &["Podman Engine", "Conmon"]),
+            Flavour::Podman
+        );
+        assert_eq!(
+            Flavour::of(Some(""), &["Engine", "containerd", "runc"]),
+            Flavour::Docker
+        );
+        assert_eq!(Flavour::of(None, &[]), Flavour::Docker);
+        assert!(Flavour::Podman
+            .image_fix("x:1")
+            .contains("docker save x:1 | podman load"));
+    }
+
+    #[test]
+    fn podman_compose_labels_name_the_project_and_service() {
+        let labels = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let podman = labels(&[
+            ("io.podman.compose.project", "net"),
+            ("io.podman.compose.service", "seq"),
+        ]);
+        assert_eq!(
+            compose_labels(&podman),
+            (Some("net".into()), Some("seq".into()))
+        );
+        let both = labels(&[
+            ("com.docker.compose.project", "a"),
+            ("io.podman.compose.project", "b"),
+        ]);
+        assert_eq!(compose_labels(&both), (Some("a".into()), None));
+        assert_eq!(compose_labels(&HashMap::new()), (None, None));
     }
 }

@@ -1,6 +1,7 @@
 //! Which container and which process to profile. Pure logic over what the engine and the
 //! container's /proc report, so every rule here is unit-tested.
 
+use super::wire::{records, split_argv, Record};
 use crate::error::{Error, Result};
 use regex::Regex;
 
@@ -44,6 +45,11 @@ pub fn resolve_container(target: &str, containers: &[ContainerInfo]) -> Result<C
     let must_run = |c: &ContainerInfo| -> Result<ContainerInfo> {
         if c.is_running() {
             Ok(c.clone())
+        } else if c.state == "paused" {
+            Err(Error::TargetPaused {
+                target: target.to_string(),
+                container: c.name.clone(),
+            })
         } else {
             Err(Error::TargetNotRunning {
                 target: target.to_string(),
@@ -109,10 +115,42 @@ pub fn resolve_container(target: &str, containers: &[ContainerInfo]) -> Result<C
 pub struct ProcInfo {
     pub pid: u32,
     pub ppid: u32,
+    /// The command line for people: the arguments joined by spaces, control characters
+    /// shown as escapes (the process chose them; they never start a line of their own).
     pub cmdline: String,
+    /// The arguments exactly as the process holds them (invalid UTF-8 replaced).
+    pub argv: Vec<String>,
 }
 
+/// The key of a process record in the probe's output.
+pub const PROC_RECORD: &str = "proc";
+
 impl ProcInfo {
+    pub fn new(pid: u32, ppid: u32, argv: Vec<String>) -> Self {
+        let cmdline = crate::text::printable(argv.join(" ").trim_end());
+        ProcInfo {
+            pid,
+            ppid,
+            cmdline,
+            argv,
+        }
+    }
+
+    /// A `proc<TAB>pid<TAB>ppid<TAB>cmdline` record, its command line encoded. Kernel
+    /// threads and zombies have no command line; nothing to profile there (None).
+    pub fn from_record(record: &Record<'_>) -> Option<Self> {
+        if record.key != PROC_RECORD {
+            return None;
+        }
+        let pid = record.number(0).filter(|p| *p > 0)?;
+        let ppid = record.number(1).unwrap_or(0);
+        let argv = split_argv(&record.bytes(2)?);
+        if argv.iter().all(|a| a.trim().is_empty()) {
+            return None;
+        }
+        Some(ProcInfo::new(pid, ppid, argv))
+    }
+
     /// The program's base name (`/usr/bin/tini` -> `tini`).
     pub fn program(&self) -> &str {
         let first = self.cmdline.split_whitespace().next().unwrap_or("");
@@ -120,20 +158,10 @@ impl ProcInfo {
     }
 }
 
-/// Parses the `proc<TAB>pid<TAB>ppid<TAB>cmdline` lines printed by the probe script.
+/// The process records of the probe's output.
 pub fn parse_processes(text: &str) -> Vec<ProcInfo> {
-    text.lines()
-        .filter_map(|line| {
-            let mut parts = line.splitn(4, '\t');
-            if parts.next()? != "proc" {
-                return None;
-            }
-            let pid = parts.next()?.trim().parse().ok()?;
-            let ppid = parts.next()?.trim().parse().unwrap_or(0);
-            let cmdline = parts.next().unwrap_or("").trim().to_string();
-            // Kernel threads and zombies have no command line; nothing to profile there.
-            (!cmdline.is_empty()).then_some(ProcInfo { pid, ppid, cmdline })
-        })
+    records(text)
+        .filter_map(|r| ProcInfo::from_record(&r))
         .collect()
 }
 
@@ -158,6 +186,8 @@ const WRAPPERS: &[&str] = &[
     "docker-init",
     "dumb-init",
     "catatonit",
+    // Podman's --init: catatonit, mounted as /run/podman-init.
+    "podman-init",
     "s6-svscan",
     "runsvdir",
     "su-exec",
@@ -333,6 +363,24 @@ pub fn busiest(candidates: &[ProcInfo], samples: &[CpuSample]) -> Option<ProcInf
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::docker::wire::encode;
+
+    /// `proc<TAB>pid<TAB>ppid<TAB>words` lines as the probe prints them (the words as NUL
+    /// separated arguments, encoded), parsed.
+    fn listed(lines: &str) -> Vec<ProcInfo> {
+        let text: String = lines
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.splitn(4, '\t').collect();
+                let argv: Vec<u8> = f[3]
+                    .split_whitespace()
+                    .flat_map(|w| w.bytes().chain([0]))
+                    .collect();
+                format!("{}\t{}\t{}\t{}\n", f[0], f[1], f[2], encode(&argv))
+            })
+            .collect();
+        parse_processes(&text)
+    }
 
     fn container(
         name: &str,
@@ -414,6 +462,22 @@ mod tests {
         ));
     }
 
+    /// Regression: a paused target was refused as "not running" with `docker start` as
+    /// the fix, which fails on a paused container.
+    #[test]
+    fn a_paused_target_is_named_paused_with_unpause_as_the_fix() {
+        let mut containers = fleet();
+        containers.push(container("frozen", "abab7777", "paused", None));
+        let err = resolve_container("frozen", &containers).unwrap_err();
+        assert!(matches!(err, Error::TargetPaused { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains("is paused") && text.contains("`docker unpause frozen`"),
+            "{text}"
+        );
+        assert!(!text.contains("docker start"), "{text}");
+    }
+
     const PROCS_TINI: &str = "proc\t1\t0\t/sbin/docker-init -- demo-node \n\
                               proc\t7\t1\tdemo-node \n\
                               proc\t30\t0\tsh -c sleep 100\n\
@@ -421,7 +485,7 @@ mod tests {
 
     #[test]
     fn main_process_looks_through_init_wrappers() {
-        let procs = parse_processes(PROCS_TINI);
+        let procs = listed(PROCS_TINI);
         assert_eq!(
             procs.len(),
             3,
@@ -433,7 +497,7 @@ mod tests {
 
     #[test]
     fn main_process_looks_through_nested_shells() {
-        let procs = parse_processes(
+        let procs = listed(
             "proc\t1\t0\tsh -c run.sh\nproc\t5\t1\t/bin/bash ./run.sh\nproc\t9\t5\t/usr/bin/reth node --dev\n",
         );
         assert_eq!(
@@ -444,8 +508,7 @@ mod tests {
 
     #[test]
     fn a_real_program_as_pid_1_is_the_main_process() {
-        let procs =
-            parse_processes("proc\t1\t0\t/usr/local/bin/demo-node\nproc\t12\t1\tdemo-helper\n");
+        let procs = listed("proc\t1\t0\t/usr/local/bin/demo-node\nproc\t12\t1\tdemo-helper\n");
         assert_eq!(
             select_process(&procs, &ProcessSelector::Main).unwrap().pid,
             1
@@ -454,9 +517,8 @@ mod tests {
 
     #[test]
     fn both_sides_of_a_pipeline_are_candidates_and_the_busy_one_wins() {
-        let procs = parse_processes(
-            "proc\t1\t0\tsh -c demo-node | cat\nproc\t7\t1\tdemo-node\nproc\t8\t1\tcat\n",
-        );
+        let procs =
+            listed("proc\t1\t0\tsh -c demo-node | cat\nproc\t7\t1\tdemo-node\nproc\t8\t1\tcat\n");
         let all = candidates(&procs, &ProcessSelector::Main).unwrap();
         assert_eq!(all.iter().map(|p| p.pid).collect::<Vec<_>>(), vec![7, 8]);
         // Real output of CPU_SAMPLE_SCRIPT over 0.5 s: the node busy, cat idle.
@@ -485,7 +547,7 @@ mod tests {
 
     #[test]
     fn process_name_is_matched_before_the_wrappers_command_line() {
-        let procs = parse_processes(
+        let procs = listed(
             "proc\t1\t0\tsh -c demo-node | cat\nproc\t7\t1\t/usr/local/bin/demo-node --x\nproc\t8\t1\tcat\n",
         );
         let re = ProcessSelector::Matching(Regex::new("demo").unwrap());
@@ -497,9 +559,8 @@ mod tests {
 
     #[test]
     fn process_regex_matches_full_command_line_oldest_first() {
-        let procs = parse_processes(
-            "proc\t1\t0\tinit\nproc\t8\t1\tnode --role rpc\nproc\t4\t1\tnode --role seq\n",
-        );
+        let procs =
+            listed("proc\t1\t0\tinit\nproc\t8\t1\tnode --role rpc\nproc\t4\t1\tnode --role seq\n");
         let re = ProcessSelector::Matching(Regex::new("--role (seq|rpc)").unwrap());
         assert_eq!(select_process(&procs, &re).unwrap().pid, 4);
         let none = ProcessSelector::Matching(Regex::new("geth").unwrap());

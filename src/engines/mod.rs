@@ -10,6 +10,7 @@
 
 pub mod asprof;
 pub mod perf;
+pub mod pprof;
 pub mod pyspy;
 
 use crate::docker::probe::ContainerFacts;
@@ -121,6 +122,13 @@ pub trait Engine: Sync {
     /// (`perf record -p` does): then the process is checked once a minute during the
     /// window rather than every 10 s (each check costs an exec in the container).
     fn recorder_ends_with_target(&self) -> bool {
+        false
+    }
+
+    /// Whether the recorder can start with its events disabled and have them enabled when
+    /// released (perf record's `-D -1 --control`): a session then pays its start-up before
+    /// the window opens.
+    fn recorder_enables_on_release(&self) -> bool {
         false
     }
 

@@ -1,200 +1,206 @@
-//! The Firefox Profiler's processed format, written by hand (documented in the profiler's
-//! docs-developer/processed-profiling-format; this writer follows preprocessed version 47,
-//! which the profiler upgrades on load): one thread per recorded thread, with its own
-//! string, function, frame and stack tables, and every sample with its time (ms after the
-//! capture's first sample) and weight.
+//! The Firefox Profiler's processed format, written with `fxprof-processed-profile` (the
+//! crate samply writes with, which follows the format's versions): one process per
+//! capture, its threads with their samples and times, and the capture's markers with their
+//! fields (a marker that reports its elapsed time is an interval ending at its log line,
+//! others are instants). Several captures (a session) share one clock: the Unix epoch,
+//! through each timeline's clock record. A capture without sample times (py-spy,
+//! async-profiler, pprof) is its totals, at the start of its window, with a note.
 
-use super::{Sampled, Source};
-use serde_json::{json, Value};
-use std::collections::HashMap;
+use super::{ProcessInput, Sampled, Source};
+use crate::profile::markers::{Marker, Markers};
+use fxprof_processed_profile::{
+    CategoryHandle, CpuDelta, Frame, FrameFlags, FrameInfo, MarkerFieldFlags, MarkerFieldFormat,
+    MarkerTiming, Profile, ReferenceTimestamp, SamplingInterval, StaticSchemaMarker,
+    StaticSchemaMarkerField, StringHandle, ThreadHandle, Timestamp, WeightType,
+};
+use serde_json::Value;
 
-const PREPROCESSED_VERSION: u32 = 47;
-/// The gecko profile version of the processed format of that era.
-const GECKO_VERSION: u32 = 24;
-
-pub fn firefox_json(source: &Source<'_>) -> Value {
-    let sampled = Sampled::of(source);
-    let (weight_type, scale) = match source.unit.unit {
-        "bytes" => ("bytes", 1.0),
-        "microseconds" => ("tracing-ms", 1e-3),
-        _ => ("samples", 1.0),
+/// The profile of one capture.
+pub fn firefox_json(source: &Source<'_>, markers: Option<&Markers>) -> Value {
+    let input = ProcessInput {
+        source,
+        markers,
+        name: source.name.clone(),
+        pid: 0,
+        note: None,
     };
-    let threads: Vec<Value> = sampled
-        .threads
+    firefox_profile(&source.name, std::slice::from_ref(&input))
+}
+
+/// One profile of several captures on one clock (the earliest instant any shows is 0).
+pub fn firefox_profile(product: &str, processes: &[ProcessInput<'_>]) -> Value {
+    let origin = processes
         .iter()
-        .enumerate()
-        .map(|(i, thread)| {
-            let mut tables = ThreadTables::default();
-            let mut stack_of: HashMap<u32, usize> = HashMap::new();
-            let mut stacks = Vec::with_capacity(thread.samples.len());
-            for (_, stack, _) in &thread.samples {
-                let id = *stack_of
-                    .entry(*stack)
-                    .or_insert_with(|| tables.stack(&sampled, *stack));
-                stacks.push(id);
-            }
-            let times: Vec<f64> = thread
-                .samples
-                .iter()
-                .map(|s| s.0.map_or(0.0, |ns| ns as f64 / 1e6))
-                .collect();
-            let weights: Vec<f64> = thread.samples.iter().map(|s| s.2 as f64 * scale).collect();
-            tables.into_json(json!({
-                "name": thread.name,
-                "tid": thread.tid.map_or(i as u64, u64::from),
-                "pid": thread.pid.map(|p| p.to_string()).unwrap_or_else(|| "0".into()),
-                "processName": source.program,
-                "isMainThread": thread.pid.is_some() && thread.pid == thread.tid,
-                "samples": {
-                    "length": stacks.len(),
-                    "stack": stacks,
-                    "time": times,
-                    "weight": weights,
-                    "weightType": weight_type,
-                },
-            }))
-        })
-        .collect();
-    json!({
-        "meta": {
-            "version": GECKO_VERSION,
-            "preprocessedProfileVersion": PREPROCESSED_VERSION,
-            "interval": source.period_ns.map_or(1.0, |ns| ns as f64 / 1e6),
-            "startTime": source.start_unix_ns as f64 / 1e6,
-            "processType": 0,
-            "product": source.name,
-            "importedFrom": format!("devprof {}", env!("CARGO_PKG_VERSION")),
-            "stackwalk": 1,
-            "debug": false,
-            "symbolicated": true,
-            "abi": "", "misc": "", "oscpu": "", "platform": "", "toolkit": "",
-            "categories": [{"name": "Other", "color": "grey", "subcategories": ["Other"]}],
-            "markerSchema": [],
-        },
-        "libs": [],
-        "pages": [],
-        "counters": [],
-        "threads": threads,
-    })
-}
-
-/// One thread's tables: every frame is one function and one frame entry; stacks are a
-/// prefix tree.
-#[derive(Default)]
-struct ThreadTables {
-    strings: Vec<String>,
-    /// Function (= frame) index by shared frame id.
-    funcs: HashMap<u32, usize>,
-    func_names: Vec<usize>,
-    /// Stack index by (prefix, frame).
-    stacks: HashMap<(Option<usize>, usize), usize>,
-    stack_prefix: Vec<Option<usize>>,
-    stack_frame: Vec<usize>,
-}
-
-impl ThreadTables {
-    fn func(&mut self, sampled: &Sampled, frame: u32) -> usize {
-        if let Some(f) = self.funcs.get(&frame) {
-            return *f;
-        }
-        self.strings.push(sampled.frames[frame as usize].clone());
-        self.func_names.push(self.strings.len() - 1);
-        let f = self.func_names.len() - 1;
-        self.funcs.insert(frame, f);
-        f
-    }
-
-    /// The stack index of shared stack `stack` (root first); None for an empty stack is
-    /// the thread's root-only samples, given a stack of its own name.
-    fn stack(&mut self, sampled: &Sampled, stack: u32) -> usize {
-        let mut prefix = None;
-        for frame in &sampled.stacks[stack as usize] {
-            let f = self.func(sampled, *frame);
-            let next = self.stack_prefix.len();
-            let id = *self.stacks.entry((prefix, f)).or_insert(next);
-            if id == next {
-                self.stack_prefix.push(prefix);
-                self.stack_frame.push(f);
-            }
-            prefix = Some(id);
-        }
-        match prefix {
-            Some(id) => id,
-            None => {
-                // A sample with no function frames: one `[thread]` frame stands for it.
-                let frame = u32::MAX;
-                let f = match self.funcs.get(&frame) {
-                    Some(f) => *f,
-                    None => {
-                        self.strings.push("[thread]".into());
-                        self.func_names.push(self.strings.len() - 1);
-                        self.funcs.insert(frame, self.func_names.len() - 1);
-                        self.func_names.len() - 1
-                    }
-                };
-                let next = self.stack_prefix.len();
-                let id = *self.stacks.entry((None, f)).or_insert(next);
-                if id == next {
-                    self.stack_prefix.push(None);
-                    self.stack_frame.push(f);
-                }
-                id
-            }
-        }
-    }
-
-    fn into_json(self, mut thread: Value) -> Value {
-        let funcs = self.func_names.len();
-        let stacks = self.stack_prefix.len();
-        let zeros = |n: usize| vec![0u32; n];
-        let nulls = |n: usize| vec![Value::Null; n];
-        let fields = json!({
-            "processType": "default",
-            "processStartupTime": 0,
-            "processShutdownTime": null,
-            "registerTime": 0,
-            "unregisterTime": null,
-            "pausedRanges": [],
-            "markers": {"length": 0, "category": [], "data": [], "endTime": [], "name": [], "phase": [], "startTime": []},
-            "stackTable": {
-                "length": stacks,
-                "prefix": self.stack_prefix,
-                "frame": self.stack_frame,
-                "category": zeros(stacks),
-                "subcategory": zeros(stacks),
-            },
-            "frameTable": {
-                "length": funcs,
-                "address": vec![-1i64; funcs],
-                "inlineDepth": zeros(funcs),
-                "category": zeros(funcs),
-                "subcategory": zeros(funcs),
-                "func": (0..funcs).collect::<Vec<_>>(),
-                "nativeSymbol": nulls(funcs),
-                "innerWindowID": nulls(funcs),
-                "implementation": nulls(funcs),
-                "line": nulls(funcs),
-                "column": nulls(funcs),
-            },
-            "funcTable": {
-                "length": funcs,
-                "name": self.func_names,
-                "isJS": vec![false; funcs],
-                "relevantForJS": vec![false; funcs],
-                "resource": vec![-1i64; funcs],
-                "fileName": nulls(funcs),
-                "lineNumber": nulls(funcs),
-                "columnNumber": nulls(funcs),
-            },
-            "resourceTable": {"length": 0, "lib": [], "name": [], "host": [], "type": []},
-            "nativeSymbols": {"length": 0, "libIndex": [], "address": [], "name": [], "functionSize": []},
-            "stringArray": self.strings,
+        .map(ProcessInput::earliest_unix_ns)
+        .min()
+        .unwrap_or(0);
+    let interval = processes
+        .iter()
+        .find_map(|p| p.source.period_ns)
+        .map_or(SamplingInterval::from_millis(1), |ns| {
+            SamplingInterval::from_nanos(ns as u64)
         });
-        if let (Some(obj), Some(extra)) = (thread.as_object_mut(), fields.as_object()) {
-            for (k, v) in extra {
-                obj.insert(k.clone(), v.clone());
+    let mut profile = Profile::new(
+        product,
+        ReferenceTimestamp::from_millis_since_unix_epoch(origin as f64 / 1e6),
+        interval,
+    );
+    profile.set_symbolicated(true);
+    let at = |unix_ns: i64| {
+        Timestamp::from_nanos_since_reference(unix_ns.saturating_sub(origin).max(0) as u64)
+    };
+    for input in processes {
+        add_process(&mut profile, input, &at);
+    }
+    serde_json::to_value(&profile).unwrap_or(Value::Null)
+}
+
+fn add_process(profile: &mut Profile, input: &ProcessInput<'_>, at: &dyn Fn(i64) -> Timestamp) {
+    let source = input.source;
+    let start = at(input.first_unix_ns());
+    let process = profile.add_process(&input.name, input.pid, start);
+    let sampled = Sampled::of(source);
+    let weight_type = || match source.unit.unit {
+        "bytes" => WeightType::Bytes,
+        _ => WeightType::Samples,
+    };
+    let first = input.first_unix_ns();
+    let mut first_thread: Option<ThreadHandle> = None;
+    for (i, t) in sampled.threads.iter().enumerate() {
+        let is_main = t.pid.is_some() && t.pid == t.tid;
+        let thread = profile.add_thread(process, t.tid.unwrap_or(i as u32), start, is_main);
+        profile.set_thread_name(thread, &t.name);
+        profile.set_thread_samples_weight_type(thread, weight_type());
+        first_thread.get_or_insert(thread);
+        let mut stacks: Vec<Option<Option<fxprof_processed_profile::StackHandle>>> =
+            vec![None; sampled.stacks.len()];
+        for (time, stack, weight) in &t.samples {
+            let handle = *stacks[*stack as usize].get_or_insert_with(|| {
+                let frames: Vec<FrameInfo> = sampled.stacks[*stack as usize]
+                    .iter()
+                    .map(|f| FrameInfo {
+                        frame: Frame::Label(profile.intern_string(&sampled.frames[*f as usize])),
+                        category_pair: CategoryHandle::OTHER.into(),
+                        flags: FrameFlags::empty(),
+                    })
+                    .collect();
+                profile.intern_stack_frames(thread, frames.into_iter())
+            });
+            let when = at(first.saturating_add(time.unwrap_or(0) as i64));
+            // Weights are i32 in the format: a larger one becomes several samples.
+            let mut left = *weight;
+            while left > 0 {
+                let part = left.min(i32::MAX as u64);
+                profile.add_sample(thread, when, handle, CpuDelta::ZERO, part as i32);
+                left -= part;
             }
         }
-        thread
+    }
+    let thread = match first_thread {
+        Some(t) => t,
+        None => {
+            let t = profile.add_thread(process, input.pid, start, true);
+            profile.set_thread_name(t, &input.name);
+            t
+        }
+    };
+    if let Some(note) = &input.note {
+        let text = profile.intern_string(note);
+        let name = profile.intern_string("note");
+        let marker = LogLineMarker::note(name, text, profile);
+        profile.add_marker(thread, MarkerTiming::Instant(start), marker);
+    }
+    if let Some(markers) = input.markers {
+        for m in &markers.markers {
+            let timing = match m.elapsed_ns {
+                Some(e) => {
+                    MarkerTiming::Interval(at(m.time_ns.saturating_sub(e as i64)), at(m.time_ns))
+                }
+                None => MarkerTiming::Instant(at(m.time_ns)),
+            };
+            let marker = LogLineMarker::of(m, profile);
+            profile.add_marker(thread, timing, marker);
+        }
+    }
+}
+
+/// A log line a marker rule matched, with its fields.
+#[derive(Debug, Clone)]
+struct LogLineMarker {
+    name: StringHandle,
+    /// line, rule set, number, elapsed, hash, slot
+    fields: [StringHandle; 6],
+}
+
+impl LogLineMarker {
+    fn of(m: &Marker, profile: &mut Profile) -> LogLineMarker {
+        let text = |v: Option<String>, profile: &mut Profile| {
+            profile.intern_string(v.as_deref().unwrap_or(""))
+        };
+        LogLineMarker {
+            name: profile.intern_string(&m.name),
+            fields: [
+                profile.intern_string(&m.line),
+                profile.intern_string(&m.set),
+                text(m.number.map(|n| n.to_string()), profile),
+                text(
+                    m.elapsed_ns.map(crate::profile::markers::rules::human_ns),
+                    profile,
+                ),
+                text(m.hash.clone(), profile),
+                text(m.slot.map(|n| n.to_string()), profile),
+            ],
+        }
+    }
+
+    fn note(name: StringHandle, text: StringHandle, profile: &mut Profile) -> LogLineMarker {
+        let empty = profile.intern_string("");
+        LogLineMarker {
+            name,
+            fields: [text, empty, empty, empty, empty, empty],
+        }
+    }
+}
+
+const fn field(key: &'static str, label: &'static str) -> StaticSchemaMarkerField {
+    StaticSchemaMarkerField {
+        key,
+        label,
+        format: MarkerFieldFormat::String,
+        flags: MarkerFieldFlags::SEARCHABLE,
+    }
+}
+
+impl StaticSchemaMarker for LogLineMarker {
+    const UNIQUE_MARKER_TYPE_NAME: &'static str = "DevprofLogLine";
+    const DESCRIPTION: Option<&'static str> =
+        Some("A line of the container's log that a marker rule matched");
+    const CHART_LABEL: Option<&'static str> = Some("{marker.name} {marker.data.number}");
+    const TOOLTIP_LABEL: Option<&'static str> =
+        Some("{marker.name} {marker.data.number} {marker.data.elapsed}");
+    const TABLE_LABEL: Option<&'static str> = Some("{marker.data.line}");
+    const FIELDS: &'static [StaticSchemaMarkerField] = &[
+        field("line", "Log line"),
+        field("set", "Rule set"),
+        field("number", "Number"),
+        field("elapsed", "Elapsed"),
+        field("hash", "Hash"),
+        field("slot", "Slot"),
+    ];
+
+    fn name(&self, _profile: &mut Profile) -> StringHandle {
+        self.name
+    }
+
+    fn category(&self, _profile: &mut Profile) -> CategoryHandle {
+        CategoryHandle::OTHER
+    }
+
+    fn string_field_value(&self, field_index: u32) -> StringHandle {
+        self.fields[field_index as usize]
+    }
+
+    fn number_field_value(&self, _field_index: u32) -> f64 {
+        0.0
     }
 }

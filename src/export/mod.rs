@@ -8,12 +8,13 @@ mod pprof;
 mod speedscope;
 
 use crate::profile::folded::Folded;
+use crate::profile::markers::Markers;
 use crate::profile::timeline::Timeline;
 use std::collections::HashMap;
 
-pub use firefox::firefox_json;
+pub use firefox::{firefox_json, firefox_profile};
 pub use pprof::{pprof_gz, pprof_proto};
-pub use speedscope::speedscope_json;
+pub use speedscope::{speedscope_json, speedscope_session};
 
 /// What one unit of a profile's weight is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +60,44 @@ pub struct Source<'a> {
     pub period_ns: Option<i64>,
     /// The profiled program, for the pprof mapping.
     pub program: String,
+}
+
+/// One capture as a process of the profile.
+pub struct ProcessInput<'a> {
+    pub source: &'a Source<'a>,
+    pub markers: Option<&'a Markers>,
+    /// The process's name in the profile (container, capture).
+    pub name: String,
+    pub pid: u32,
+    /// Said on the process as a marker (why it has no sample times, for one).
+    pub note: Option<String>,
+}
+
+impl ProcessInput<'_> {
+    /// When its first sample was taken, ns since the Unix epoch: through the timeline's
+    /// clock when it has one, else the capture's start.
+    pub fn first_unix_ns(&self) -> i64 {
+        match self.source.timeline {
+            Some(t) => match (t.to_unix_ns(), t.span_ns()) {
+                (Some(offset), Some((first, _))) => (first as i64).saturating_add(offset),
+                _ => self.source.start_unix_ns,
+            },
+            None => self.source.start_unix_ns,
+        }
+    }
+
+    /// The earliest instant it shows (a marker's interval may begin before the samples).
+    pub fn earliest_unix_ns(&self) -> i64 {
+        let first = self.first_unix_ns();
+        self.markers
+            .and_then(|m| {
+                m.markers
+                    .iter()
+                    .map(|m| m.time_ns.saturating_sub(m.elapsed_ns.unwrap_or(0) as i64))
+                    .min()
+            })
+            .map_or(first, |m| m.min(first))
+    }
 }
 
 /// One thread's samples, in time order.

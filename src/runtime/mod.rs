@@ -222,28 +222,30 @@ mod tests {
 
     #[test]
     fn a_program_with_go_build_info_is_a_go_runtime() {
-        let process = ProcInfo {
-            pid: 7,
-            ppid: 1,
-            cmdline: "demo-go".into(),
-        };
-        let facts =
-            ProcessFacts::parse("exe\t/usr/local/bin/demo-go\ncomm\tdemo-go\ngobuildinfo\t1\n");
+        let process = ProcInfo::new(7, 1, vec!["demo-go".into()]);
+        let facts = ProcessFacts::parse(&facts::encoded(
+            "exe\t/usr/local/bin/demo-go\ncomm\tdemo-go\ngobuildinfo\t1\n",
+        ));
         assert!(facts.go_buildinfo);
         assert_eq!(of_process(&process, &facts), Runtime::Go);
         assert_eq!(Runtime::Go.name(), "go");
         // Without the build info it is native code.
-        let facts = ProcessFacts::parse("exe\t/usr/local/bin/demo-go\n");
+        let facts = ProcessFacts::parse(&facts::encoded("exe\t/usr/local/bin/demo-go\n"));
         assert_eq!(of_process(&process, &facts), Runtime::Native);
         // A Go program that embeds Python stays Python (the interpreter names its frames).
-        let facts = ProcessFacts::parse(
+        let facts = ProcessFacts::parse(&facts::encoded(
             "exe\t/usr/bin/x\nlib\t/usr/lib/libpython3.11.so\ngobuildinfo\t1\n",
-        );
+        ));
         assert_eq!(of_process(&process, &facts), Runtime::Python);
         // /proc/<pid>/exe unreadable: argv[0] on PATH names the program.
-        let facts = ProcessFacts::parse("exe\t\nprogram\t/usr/local/bin/demo-go\ngobuildinfo\t1\n");
+        let facts = ProcessFacts::parse(&facts::encoded(
+            "exe\t\nprogram\t/usr/local/bin/demo-go\ngobuildinfo\t1\n",
+        ));
         assert_eq!(facts.executable(), Some("/usr/local/bin/demo-go"));
-        assert_eq!(ProcessFacts::parse("exe\t\n").executable(), None);
+        assert_eq!(
+            ProcessFacts::parse(&facts::encoded("exe\t\n")).executable(),
+            None
+        );
         // Stripped is fine for Go, and the note says so without Rust remedies.
         assert!(go_names_note(true).contains("stripped"));
         assert!(!go_names_note(true).contains("frame-pointers"));
@@ -252,24 +254,22 @@ mod tests {
 
     #[test]
     fn a_go_target_whose_container_has_no_grep_is_not_taken_as_native() {
-        let process = ProcInfo {
-            pid: 7,
-            ppid: 1,
-            cmdline: "demo-go".into(),
-        };
+        let process = ProcInfo::new(7, 1, vec!["demo-go".into()]);
         // What the process script prints where grep is missing: no verdict on Go.
-        let facts = ProcessFacts::parse("exe\t/usr/local/bin/demo-go\nnogrep\t1\n");
+        let facts = ProcessFacts::parse(&facts::encoded(
+            "exe\t/usr/local/bin/demo-go\ngounchecked\t1\n",
+        ));
         assert!(facts.go_unchecked && !facts.go_buildinfo);
         let runtime = of_process(&process, &facts);
         assert!(maybe_go(runtime, &facts), "the executable must decide");
         // With grep, the script's verdict stands; other runtimes are not Go.
-        let facts = ProcessFacts::parse("exe\t/usr/local/bin/demo-node\n");
+        let facts = ProcessFacts::parse(&facts::encoded("exe\t/usr/local/bin/demo-node\n"));
         assert!(!maybe_go(of_process(&process, &facts), &facts));
-        let facts = ProcessFacts::parse("exe\t/usr/bin/node\nnogrep\t1\n");
+        let facts = ProcessFacts::parse(&facts::encoded("exe\t/usr/bin/node\ngounchecked\t1\n"));
         assert!(!maybe_go(detect("node", &facts.exe, &[]), &facts));
         // The script tells the two cases apart.
         let script = facts::process_script();
-        assert!(script.contains("command -v grep") && script.contains("nogrep"));
+        assert!(script.contains("command -v grep") && script.contains("gounchecked"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! `setup` (build, compose, doctor); the rules they share are here.
 
 pub mod capture;
+pub mod marks;
 pub mod profile;
 pub mod setup;
 pub mod store;
@@ -126,7 +127,7 @@ const MAX_DURATION: Duration = Duration::from_secs(6 * 3600);
 /// Where event configs are looked up: DEVPROF_CONFIG_DIR, then ./profiling-configs.
 pub fn config_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    if let Some(dir) = std::env::var_os("DEVPROF_CONFIG_DIR").filter(|d| !d.is_empty()) {
+    if let Some(dir) = crate::cli::dotenv::var("DEVPROF_CONFIG_DIR").filter(|d| !d.is_empty()) {
         dirs.push(PathBuf::from(dir));
     }
     dirs.push(PathBuf::from("profiling-configs"));
@@ -155,14 +156,13 @@ pub(crate) fn window_of(text: &str) -> Result<Duration> {
 
 pub(crate) fn fold_path_of(arg: crate::cli::FoldArg, call_graph: CallGraph) -> Result<FoldPath> {
     use crate::cli::FoldArg;
-    match (arg, call_graph) {
-        (FoldArg::Native, CallGraph::Dwarf) => Err(Error::Usage(
-            "--fold native reads frame-pointer callchains: with --call-graph dwarf the stacks are unwound by perf script (use --fold auto or perf-script)".into(),
-        )),
-        (FoldArg::Native, _) => Ok(FoldPath::Native),
-        (FoldArg::PerfScript, _) => Ok(FoldPath::PerfScript),
-        (FoldArg::Auto, _) => Ok(FoldPath::Auto),
-    }
+    // Both call graphs fold natively (DWARF stacks unwound with the binaries).
+    let _ = call_graph;
+    Ok(match arg {
+        FoldArg::Native => FoldPath::Native,
+        FoldArg::PerfScript => FoldPath::PerfScript,
+        FoldArg::Auto => FoldPath::Auto,
+    })
 }
 
 pub(crate) fn call_graph_of(arg: CallGraphArg) -> CallGraph {

@@ -62,6 +62,8 @@ pub struct ProfileSettings {
     pub duration: Duration,
     pub kinds: Vec<Kind>,
     pub frequency: u32,
+    /// `--repeat K` for the CPU captures.
+    pub repeat: Option<u32>,
     pub output_dir: PathBuf,
     pub json: bool,
 }
@@ -78,13 +80,14 @@ impl ProfileSettings {
                 d
             }
             _ => window_of(
-                &std::env::var("DEVPROF_DURATION").unwrap_or_else(|_| DEFAULT_DURATION.into()),
+                &crate::cli::dotenv::var("DEVPROF_DURATION")
+                    .unwrap_or_else(|| DEFAULT_DURATION.into()),
             )?,
         };
         let targets = match (args.project, args.all, items.is_empty()) {
             (Some(_), _, false) | (_, true, false) => {
                 return Err(Error::Usage(format!(
-                    "name containers ({}) or use --project/--all, not both",
+                    "name containers ({}) or use --project/--all-containers, not both",
                     items.join(" ")
                 )))
             }
@@ -93,7 +96,7 @@ impl ProfileSettings {
             (None, false, false) => Targets::Named(items),
             (None, false, true) => Targets::Project(compose_project(cwd).ok_or_else(|| {
                 Error::Usage(
-                    "no targets: name containers, or use --project NAME or --all (no compose file in the current directory names a project)"
+                    "no targets: name containers, or use --project NAME or --all-containers (no compose file in the current directory names a project)"
                         .into(),
                 )
             })?),
@@ -120,6 +123,7 @@ impl ProfileSettings {
             duration,
             kinds,
             frequency: args.frequency,
+            repeat: args.repeat,
             output_dir,
             json: args.json,
         };
@@ -140,6 +144,9 @@ impl ProfileSettings {
             Kind::Cpu => {
                 let mut argv = base.to_vec();
                 argv.extend(["--frequency".into(), self.frequency.to_string()]);
+                if let Some(k) = self.repeat {
+                    argv.extend(["--repeat".into(), k.to_string()]);
+                }
                 CaptureSettings::Cpu(CpuSettings::from_args(parse::<CpuArgs>(&argv)?, out)?)
             }
             Kind::Heap => {
@@ -168,7 +175,10 @@ pub enum CaptureSettings {
 /// Parses a single-target command's arguments, so a session capture gets exactly the
 /// defaults that command has.
 fn parse<A: Args + FromArgMatches>(argv: &[String]) -> Result<A> {
-    let command = A::augment_args(clap::Command::new("devprof").no_binary_name(true));
+    let command = crate::cli::dotenv::with_defaults(
+        A::augment_args(clap::Command::new("devprof").no_binary_name(true)),
+        crate::cli::dotenv::load(),
+    );
     let matches = command
         .try_get_matches_from(argv)
         .map_err(|e| Error::Usage(e.to_string()))?;
@@ -176,7 +186,8 @@ fn parse<A: Args + FromArgMatches>(argv: &[String]) -> Result<A> {
 }
 
 /// The compose project of the compose file in `dir`, as `docker compose` names it:
-/// COMPOSE_PROJECT_NAME, else the file's top-level `name:`, else the directory's name.
+/// COMPOSE_PROJECT_NAME (the environment's, else the directory's .env), else the file's
+/// top-level `name:`, else the directory's name.
 pub fn compose_project(dir: &Path) -> Option<String> {
     let file = [
         "compose.yaml",
@@ -187,8 +198,18 @@ pub fn compose_project(dir: &Path) -> Option<String> {
     .iter()
     .map(|f| dir.join(f))
     .find(|p| p.is_file())?;
+    // docker compose reads it from the environment, else from the project's .env (read
+    // here as data: devprof's environment takes nothing from a .env).
+    let from_dotenv = || {
+        dotenvy::from_path_iter(dir.join(".env"))
+            .ok()?
+            .map_while(|entry| entry.ok())
+            .find(|(key, _)| key == "COMPOSE_PROJECT_NAME")
+            .map(|(_, name)| name)
+    };
     if let Some(name) = std::env::var("COMPOSE_PROJECT_NAME")
         .ok()
+        .or_else(from_dotenv)
         .filter(|n| !n.is_empty())
     {
         return Some(name);

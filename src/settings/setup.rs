@@ -173,7 +173,7 @@ impl BuildSettings {
             dockerfile: common.dockerfile,
             no_cache: common.no_cache,
             network: common.network.trim().to_string(),
-            verbose: common.verbose,
+            verbose: crate::ui::verbose(),
             check: !common.no_check,
         })
     }

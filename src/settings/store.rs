@@ -1,16 +1,16 @@
-//! Validated settings of the store commands (`ls`, `clean`, `render`, `top`, `diff`),
+//! Validated settings of the store commands (`ls`, `clean`, `render`, `top`, `diff`, `view`),
 //! made once from the command line; nothing past this point sees the raw strings.
 
 use crate::cli::{
     CleanArgs, DiffArgs, ExportArgs, ExportFormatArg, FilterArgs, LayoutArgs, LsArgs, MeasureArg,
-    PresetArg, RenderArgs, TopArgs,
+    PresetArg, RenderArgs, TopArgs, ViewArgs,
 };
 use crate::error::{Error, Result};
 use crate::profile::diff::Measure;
 use crate::profile::filter::{Preset, StackFilter};
 use crate::render::{Layout, SvgOutput};
 use crate::store::loader::ProfileRef;
-use crate::store::valid_container_name;
+use crate::store::names::TargetName;
 use crate::units::parse_duration;
 use inferno::flamegraph::color::Palette;
 use regex::Regex;
@@ -19,9 +19,7 @@ use std::time::Duration;
 
 fn container(target: Option<String>) -> Result<Option<String>> {
     match target {
-        Some(t) if !valid_container_name(&t) => Err(Error::Usage(format!(
-            "TARGET '{t}' is not a container name (letters, digits, '_', '.', '-')"
-        ))),
+        Some(t) if TargetName::parse(&t).is_none() => Err(TargetName::invalid(&t, "TARGET")),
         other => Ok(other),
     }
 }
@@ -56,6 +54,8 @@ pub struct SvgSettings {
     pub title: Option<String>,
     pub layout: Layout,
     pub output: SvgOutput,
+    /// `-o` was given (else `output` is the default name).
+    pub output_given: bool,
 }
 
 fn svg_settings(args: LayoutArgs, default_output: PathBuf) -> Result<SvgSettings> {
@@ -72,6 +72,7 @@ fn svg_settings(args: LayoutArgs, default_output: PathBuf) -> Result<SvgSettings
             )));
         }
     }
+    let output_given = args.output.is_some();
     let output = match args.output {
         Some(p) if p.as_os_str() == "-" => SvgOutput::Stdout,
         Some(p) => SvgOutput::File(p),
@@ -85,6 +86,7 @@ fn svg_settings(args: LayoutArgs, default_output: PathBuf) -> Result<SvgSettings
             ..Layout::default()
         },
         output,
+        output_given,
     })
 }
 
@@ -95,7 +97,7 @@ fn short_name(profile: &ProfileRef) -> String {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "profile".into()),
-        ProfileRef::Newest(c) => c.clone(),
+        ProfileRef::Newest(c) => c.replace('/', "-"),
     }
 }
 
@@ -193,6 +195,7 @@ pub struct TopSettings {
     pub modules: Option<Regex>,
     pub json: bool,
     pub filter: StackFilter,
+    pub confidence: f64,
 }
 
 impl TopSettings {
@@ -212,6 +215,7 @@ impl TopSettings {
             modules: regex(args.modules, "--modules")?,
             json: args.json,
             filter: filter(args.filter)?,
+            confidence: confidence(&args.confidence)?,
         })
     }
 }
@@ -226,12 +230,17 @@ pub struct DiffSettings {
     pub svg: SvgSettings,
     pub json: bool,
     pub filter: StackFilter,
+    /// Conditions that fail the run (`--fail-if`), parsed.
+    pub fail_if: Vec<crate::profile::stat_diff::fail_if::FailIf>,
+    /// Confidence of intervals and verdicts over capture sets (0.95).
+    pub confidence: f64,
 }
 
 impl DiffSettings {
     pub fn from_args(args: DiffArgs, output_dir: PathBuf) -> Result<Self> {
         let before = ProfileRef::parse(&args.before, "BEFORE")?;
-        let after = ProfileRef::parse(&args.after, "AFTER")?;
+        // With --slice there is one capture: it stands for both.
+        let after = ProfileRef::parse(args.after.as_deref().unwrap_or(&args.before), "AFTER")?;
         let default_output = PathBuf::from(format!(
             "diff-{}-{}.svg",
             short_name(&before),
@@ -249,6 +258,62 @@ impl DiffSettings {
             svg: svg_settings(args.layout, default_output)?,
             json: args.json,
             filter: filter(args.filter)?,
+            fail_if: args
+                .fail_if
+                .iter()
+                .map(|t| {
+                    crate::profile::stat_diff::fail_if::FailIf::parse(t)
+                        .map_err(|e| Error::Usage(e.to_string()))
+                })
+                .collect::<Result<_>>()?,
+            confidence: confidence(&args.confidence)?,
+        })
+    }
+}
+
+/// `--confidence 95`, `95%` or `0.95`: a level between 50% and 99.99%.
+pub fn confidence(text: &str) -> Result<f64> {
+    let t = text.trim();
+    let value: Option<f64> = t.trim_end_matches('%').trim().parse().ok();
+    let level = match value {
+        Some(v) if t.ends_with('%') || v > 1.0 => v / 100.0,
+        Some(v) => v,
+        None => -1.0,
+    };
+    if !(0.5..=0.9999).contains(&level) {
+        return Err(Error::Usage(format!(
+            "--confidence '{text}': give a level from 50 to 99.99 (95, 95% or 0.95)"
+        )));
+    }
+    Ok(level)
+}
+
+#[derive(Debug, Clone)]
+pub struct ViewSettings {
+    pub output_dir: PathBuf,
+    /// What the first page shows (a capture, a container, a session), as typed.
+    pub start: Option<String>,
+    /// 0: any free port.
+    pub port: u16,
+    pub open: bool,
+}
+
+impl ViewSettings {
+    pub fn from_args(args: ViewArgs, output_dir: PathBuf) -> Result<Self> {
+        let start = match args.start {
+            Some(s) if s.trim().is_empty() => {
+                return Err(Error::Usage(
+                    "the page to start on is empty: name a capture, a container or a session, or leave it out"
+                        .into(),
+                ))
+            }
+            other => other,
+        };
+        Ok(ViewSettings {
+            output_dir,
+            start,
+            port: args.port.unwrap_or(0),
+            open: args.open,
         })
     }
 }
@@ -268,8 +333,20 @@ mod tests {
             ProfileRef::File("perf-1.folded".into())
         );
         assert_eq!(
-            ProfileRef::parse("profiling/demo-seq", "X").unwrap(),
-            ProfileRef::File("profiling/demo-seq".into())
+            ProfileRef::parse("devnet/op-reth-seq", "X").unwrap(),
+            ProfileRef::Newest("devnet/op-reth-seq".into())
+        );
+        assert_eq!(
+            ProfileRef::parse("profiling/demo-seq/perf-1.folded", "X").unwrap(),
+            ProfileRef::File("profiling/demo-seq/perf-1.folded".into())
+        );
+        let store = tempfile::tempdir().unwrap();
+        let existing = store.path().join("demo-seq");
+        std::fs::create_dir(&existing).unwrap();
+        let text = existing.display().to_string();
+        assert_eq!(
+            ProfileRef::parse(&text, "X").unwrap(),
+            ProfileRef::File(existing)
         );
         assert!(ProfileRef::parse("", "X").is_err());
         assert!(ProfileRef::parse("a b", "X").is_err());

@@ -7,7 +7,9 @@
 //! directory that is a link is skipped, and a listed file that is a link is kept.
 
 use crate::error::{Error, Result};
-use crate::store::{valid_container_name, FileRecord, Manifest};
+use crate::store::names::{self, TargetName};
+use crate::store::{FileRecord, Manifest};
+use crate::units::{human_bytes, thousands};
 use chrono::{DateTime, FixedOffset};
 use std::collections::HashMap;
 use std::fs;
@@ -52,6 +54,19 @@ impl Capture {
                     .is_some_and(|e| e == extension)
             })
             .find_map(|f| listed_path(&self.dir, &f.name))
+    }
+
+    /// What the capture's count counts, by kind: samples (cpu), events (offcpu), bytes
+    /// (heap), runs of a command or counters over a window (stat).
+    pub fn count_text(&self) -> String {
+        let n = self.manifest.sample_count;
+        match self.manifest.kind.as_str() {
+            "heap" => human_bytes(n),
+            "offcpu" => format!("{} events", thousands(n)),
+            "stat" if n > 0 => format!("{} runs", thousands(n)),
+            "stat" => format!("{} counters", self.manifest.events.len()),
+            _ => format!("{} samples", thousands(n)),
+        }
     }
 
     /// Bytes on disk of the files the manifest lists (regular files only; links count 0).
@@ -104,14 +119,31 @@ pub fn containers(output_dir: &Path) -> Result<Vec<String>> {
 /// given by name must have a directory in the store.
 pub fn list(output_dir: &Path, container: Option<&str>) -> Result<Vec<Capture>> {
     let names = match container {
-        Some(name) => {
-            if !valid_container_name(name) || !is_real_dir(&output_dir.join(name)) {
-                return Err(no_captures(output_dir, name));
-            }
-            vec![name.to_string()]
-        }
+        Some(target) => dirs_of(output_dir, target)?,
         None => containers(output_dir)?,
     };
+    list_dirs(output_dir, names)
+}
+
+/// The container directories a TARGET names (see [`names`]): its own directory when there
+/// is one, else those the manifests give to the id prefix or compose service. None is an
+/// error naming the containers that have captures.
+pub fn dirs_of(output_dir: &Path, target: &str) -> Result<Vec<String>> {
+    let name = TargetName::parse(target).ok_or_else(|| no_captures(output_dir, target))?;
+    if let TargetName::Plain(plain) = &name {
+        if is_real_dir(&output_dir.join(plain)) {
+            return Ok(vec![plain.clone()]);
+        }
+    }
+    let everything = list_dirs(output_dir, containers(output_dir)?)?;
+    let dirs = names::resolve(&name, &everything)?;
+    if dirs.is_empty() {
+        return Err(no_captures(output_dir, target));
+    }
+    Ok(dirs)
+}
+
+fn list_dirs(output_dir: &Path, names: Vec<String>) -> Result<Vec<Capture>> {
     let mut captures = Vec::new();
     for name in names {
         let dir = output_dir.join(&name);
@@ -329,7 +361,7 @@ pub fn leftovers(
     cutoff: std::time::SystemTime,
 ) -> Result<Vec<Leftover>> {
     let names = match container {
-        Some(c) => vec![c.to_string()],
+        Some(target) => dirs_of(output_dir, target)?,
         None => containers(output_dir)?,
     };
     let regular = |p: &Path| fs::symlink_metadata(p).ok().filter(|m| m.is_file());
@@ -390,7 +422,7 @@ pub fn orphaned_symbol_cache(
     cutoff: std::time::SystemTime,
 ) -> Result<Vec<(PathBuf, u64)>> {
     let names = match container {
-        Some(c) => vec![c.to_string()],
+        Some(target) => dirs_of(output_dir, target)?,
         None => containers(output_dir)?,
     };
     let mut used = std::collections::HashSet::new();
@@ -564,6 +596,7 @@ mod tests {
 
     #[test]
     fn container_names_are_docker_names() {
+        use crate::store::valid_container_name;
         assert!(valid_container_name("demo-seq"));
         assert!(valid_container_name("op_reth.1"));
         for bad in ["", "..", ".x", "a/b", "-x", "a b"] {

@@ -3,9 +3,12 @@
 //! into the folder), or a container's newest capture in the store.
 
 use crate::error::{Error, Result};
-use crate::profile::folded::{fold_perf_script, Folded};
+use crate::profile::folded::Folded;
+use crate::profile::perfscript::fold_perf_script;
+use crate::profile::perfscript::{fold, FoldOptions, SampleSink};
 use crate::store::catalog::{self, Capture};
-use crate::store::valid_container_name;
+use crate::store::names::TargetName;
+use crate::store::units;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -21,25 +24,26 @@ pub enum ProfileRef {
 }
 
 impl ProfileRef {
-    /// A path that exists, or that looks like one (has a `/` or a file extension devprof
-    /// reads), is a file; otherwise it names a container directory in the store.
+    /// A path that exists, or that looks like one (a file extension devprof reads, or
+    /// more than the one `/` of `PROJECT/SERVICE`), is a file; otherwise it is a TARGET
+    /// (see `store::names`) whose newest capture is meant.
     pub fn parse(text: &str, what: &str) -> Result<Self> {
         if text.trim().is_empty() {
             return Err(Error::Usage(format!("{what} is empty")));
         }
         let path = Path::new(text);
-        let looks_like_file = text.contains('/')
+        let looks_like_file = (text.contains('/') && TargetName::parse(text).is_none())
             || path.extension().is_some_and(|e| {
                 ["folded", "data", "script", "txt", "timeline", "json"]
                     .iter()
                     .any(|x| e == *x)
             });
-        if path.is_file() || looks_like_file {
+        if path.is_file() || (text.contains('/') && path.exists()) || looks_like_file {
             return Ok(ProfileRef::File(path.to_path_buf()));
         }
-        if !valid_container_name(text) {
+        if TargetName::parse(text).is_none() {
             return Err(Error::Usage(format!(
-                "{what} '{text}' is neither a file nor a container name"
+                "{what} '{text}' is neither a file nor a target name (a container, an id prefix, SERVICE or PROJECT/SERVICE)"
             )));
         }
         Ok(ProfileRef::Newest(text.to_string()))
@@ -60,6 +64,8 @@ pub struct Loaded {
     /// The capture it belongs to, when it was found through the store.
     pub capture: Option<Capture>,
     pub folded: Folded,
+    /// What one count is (one of `store::units`).
+    pub unit: &'static str,
 }
 
 /// Resolves a profile reference (a container means its newest capture with folded
@@ -76,10 +82,104 @@ pub fn load(profile: &ProfileRef, output_dir: &Path) -> Result<Loaded> {
         }
     };
     let folded = read(&path)?;
+    let unit = match &capture {
+        Some(c) => unit_of(&path, Some(c)),
+        None => unit_of(&path, capture_of_file(&path).as_ref()),
+    };
     Ok(Loaded {
         path,
         capture,
         folded,
+        unit,
+    })
+}
+
+/// A profile as windows: a capture set's parts (each with its length), or one window.
+#[derive(Debug, Clone)]
+pub struct LoadedSet {
+    /// The whole profile (a set's uncut window).
+    pub whole: Loaded,
+    /// Each window's folded stacks and length in seconds (None for a bare .folded file).
+    pub windows: Vec<(Folded, Option<f64>)>,
+    /// Whether it is a capture set (`--repeat K`) rather than one window.
+    pub is_set: bool,
+}
+
+/// Reads a profile as windows: a container, a set's manifest or its whole .folded file
+/// give the set's parts; any other file is one window, with its capture's length when a
+/// manifest lies beside it.
+pub fn load_set(profile: &ProfileRef, output_dir: &Path) -> Result<LoadedSet> {
+    let (path, capture) = find_capture(profile, output_dir)?;
+    let whole = load(&ProfileRef::File(path.clone()), output_dir)?;
+    let whole = Loaded {
+        capture: capture.clone().or(whole.capture),
+        ..whole
+    };
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let set = capture.filter(|c| {
+        !c.manifest.parts.is_empty()
+            && c.file_with_extension("folded")
+                .is_some_and(|f| f.file_name().and_then(|n| n.to_str()) == Some(name))
+    });
+    let Some(set) = set else {
+        // A part's own length, else the capture's window.
+        let seconds = capture_of_file(&path)
+            .map(|c| {
+                c.manifest
+                    .parts
+                    .iter()
+                    .find(|p| p.folded == name)
+                    .map_or(c.manifest.duration_recorded_s, |p| p.duration_s)
+            })
+            .filter(|s| *s > 0.0);
+        return Ok(LoadedSet {
+            windows: vec![(whole.folded.clone(), seconds)],
+            whole,
+            is_set: false,
+        });
+    };
+    let mut windows = Vec::new();
+    for part in &set.manifest.parts {
+        if part.folded.contains('/') || part.folded.starts_with('.') {
+            return Err(Error::Usage(format!(
+                "{} names a part file outside its directory: {}",
+                set.manifest_path.display(),
+                part.folded
+            )));
+        }
+        windows.push((read(&set.dir.join(&part.folded))?, Some(part.duration_s)));
+    }
+    Ok(LoadedSet {
+        whole,
+        windows,
+        is_set: true,
+    })
+}
+
+/// What one count of the profile at `path` is: what its capture's manifest says of the
+/// file, by the capture's kind for manifests older than that, samples without a capture.
+pub fn unit_of(path: &Path, capture: Option<&Capture>) -> &'static str {
+    let Some(capture) = capture else {
+        return units::SAMPLES;
+    };
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let known = [
+        units::SAMPLES,
+        units::EVENTS,
+        units::OFF_CPU_US,
+        units::BYTES,
+    ];
+    let listed = capture
+        .manifest
+        .graphs
+        .iter()
+        .filter(|g| g.folded == name)
+        .find_map(|g| known.into_iter().find(|u| *u == g.unit));
+    listed.unwrap_or(match capture.manifest.kind.as_str() {
+        "heap" => units::BYTES,
+        "offcpu" if name.ends_with(".offcpu.folded") => units::OFF_CPU_US,
+        "offcpu" => units::EVENTS,
+        _ => units::SAMPLES,
     })
 }
 
@@ -189,15 +289,50 @@ fn open(path: &Path) -> Result<File> {
     File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))
 }
 
-/// `perf script` on this host, its output folded as it streams in.
 fn read_perf_data(path: &Path) -> Result<Folded> {
+    fold_with_host_perf(path, None, None)
+}
+
+/// The `perf script` command line the folds on this host run (for messages).
+pub fn perf_script_command(path: &Path, symfs: Option<&Path>) -> String {
+    let mut words = vec![
+        "perf script -i".to_string(),
+        crate::text::quote(&path.to_string_lossy()),
+        format!("-F {PERF_SCRIPT_FIELDS} --no-inline"),
+    ];
+    if let Some(dir) = symfs {
+        words.push(format!(
+            "--symfs {}",
+            crate::text::quote(&dir.to_string_lossy())
+        ));
+    }
+    words.join(" ")
+}
+
+/// `perf script` on this host, its output folded (in samples) as it streams in. `symfs`:
+/// where the recorded files are (perf's `--symfs`; None: where they were recorded); `sink`
+/// receives every sample in order (a timeline).
+pub fn fold_with_host_perf(
+    path: &Path,
+    symfs: Option<&Path>,
+    sink: Option<&mut dyn SampleSink>,
+) -> Result<Folded> {
     let folded_sibling = path.with_extension("folded");
     // Opening it first gives a plain "not found" for a missing file rather than perf's.
     open(path)?;
-    let child = Command::new("perf")
+    let mut command = Command::new("perf");
+    command
         .args(["script", "-i"])
         .arg(path)
-        .args(["-F", PERF_SCRIPT_FIELDS, "--no-inline"])
+        .args(["-F", PERF_SCRIPT_FIELDS, "--no-inline"]);
+    if let Some(dir) = symfs {
+        // perf would look for kallsyms under the tree too; the kernel is this host's.
+        command
+            .arg("--symfs")
+            .arg(dir)
+            .args(["--kallsyms", "/proc/kallsyms"]);
+    }
+    let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -220,7 +355,14 @@ fn read_perf_data(path: &Path) -> Result<Folded> {
         text
     });
     let stdout = child.stdout.take().expect("piped");
-    let folded = fold_perf_script(BufReader::with_capacity(1 << 20, stdout));
+    let folded = fold(
+        BufReader::with_capacity(1 << 20, stdout),
+        FoldOptions {
+            sink,
+            ..FoldOptions::default()
+        },
+    )
+    .map(|outcome| outcome.folded);
     let status = child
         .wait()
         .map_err(|e| Error::io("wait for perf script", e))?;

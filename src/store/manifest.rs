@@ -20,6 +20,12 @@ pub struct ContainerRecord {
     pub name: String,
     pub id: String,
     pub image: String,
+    /// The compose project and service (labels `com.docker.compose.project` and
+    /// `.service`), when compose made the container; absent in older manifests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -37,7 +43,7 @@ pub struct ProcessRecord {
     pub user: String,
 }
 
-/// One flamegraph of a capture and what it shows.
+/// One flamegraph of a capture, what it shows and what its counts are.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct GraphRecord {
     /// The SVG's file name.
@@ -46,6 +52,18 @@ pub struct GraphRecord {
     pub folded: String,
     /// `unfiltered`, or the filter (`preset node`).
     pub view: String,
+    /// What one count of `folded` is: one of `units` (empty in older manifests).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub unit: String,
+}
+
+/// What the counts of folded stacks are, as manifests, graphs and summaries name them.
+pub mod units {
+    pub const SAMPLES: &str = "samples";
+    pub const EVENTS: &str = "events";
+    /// Off-CPU time: microseconds blocked, per stack.
+    pub const OFF_CPU_US: &str = "us off-CPU";
+    pub const BYTES: &str = "bytes";
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -144,6 +162,24 @@ pub struct Manifest {
     /// A capture of a command run (`cpu -- CMD`): the command and how it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandRecord>,
+    /// A capture set (`--repeat K`): the window cut into K back-to-back parts, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartRecord>,
+}
+
+/// One window of a capture set: its own folded stacks and timeline, and what it counted.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct PartRecord {
+    /// 1-based, in time order.
+    pub index: u32,
+    /// Its start, in seconds after the first sample of the capture.
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub samples: u64,
+    /// CPU used by the process in the window, in cores (samples / (duration × frequency)).
+    pub cpu_cores: f64,
+    pub folded: String,
+    pub timeline: String,
 }
 
 impl Manifest {
@@ -165,6 +201,27 @@ impl Manifest {
             .iter()
             .map(|ext| self.record_file(stem.dir(), &stem.file_name(ext)))
             .collect()
+    }
+
+    /// The flamegraphs among the files, the one to look at first leading: the graphs a
+    /// CPU capture records with their views, else the off-CPU time graph, else any SVG that
+    /// is not a plot.
+    pub fn flamegraphs(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.graphs.iter().map(|g| g.svg.as_str()).collect();
+        let plots = [super::HEAP_PLOT, super::THREADS_PLOT, super::BANDWIDTH_PLOT];
+        let mut svgs: Vec<&str> = self
+            .files
+            .iter()
+            .map(|f| f.name.as_str())
+            .filter(|n| n.ends_with(".svg") && !plots.iter().any(|p| n.ends_with(&format!(".{p}"))))
+            .collect();
+        svgs.sort_by_key(|n| !n.ends_with(".offcpu.svg"));
+        for svg in svgs {
+            if !out.contains(&svg) {
+                out.push(svg);
+            }
+        }
+        out
     }
 
     /// Writes the manifest to the stem's .json, listing itself among the files.
@@ -189,6 +246,11 @@ impl Manifest {
             fs::rename(&tmp, &path)
         };
         write().map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+        // The store's index is derived from the manifests: a failure to refresh it loses
+        // nothing (`ls` and `clean` rebuild it), so it never fails the capture.
+        if let (Some(store), Some(dir)) = (stem.dir().parent(), stem.dir().file_name()) {
+            let _ = super::index::refresh(store, &dir.to_string_lossy());
+        }
         Ok(path)
     }
 }
@@ -216,5 +278,40 @@ mod tests {
         let back: Manifest = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
         assert_eq!(back.sample_count, 42);
         assert_eq!(back.files.len(), 1);
+    }
+
+    #[test]
+    fn flamegraphs_lead_with_the_recorded_views_and_leave_plots_out() {
+        let file = |name: &str| FileRecord {
+            name: name.into(),
+            bytes: 1,
+        };
+        let offcpu = Manifest {
+            files: [
+                "o.data",
+                "o.svg",
+                "o.offcpu.svg",
+                "o.threads.svg",
+                "o.bandwidth.svg",
+            ]
+            .map(file)
+            .to_vec(),
+            ..Default::default()
+        };
+        assert_eq!(offcpu.flamegraphs(), vec!["o.offcpu.svg", "o.svg"]);
+        let cpu = Manifest {
+            graphs: vec![GraphRecord {
+                svg: "p.node-preset.svg".into(),
+                ..Default::default()
+            }],
+            files: ["p.svg", "p.node-preset.svg"].map(file).to_vec(),
+            ..Default::default()
+        };
+        assert_eq!(cpu.flamegraphs(), vec!["p.node-preset.svg", "p.svg"]);
+        let heap = Manifest {
+            files: ["h.svg", "h.dumps.svg"].map(file).to_vec(),
+            ..Default::default()
+        };
+        assert_eq!(heap.flamegraphs(), vec!["h.svg"]);
     }
 }

@@ -4,13 +4,15 @@
 //! are ever deleted.
 
 pub mod catalog;
+pub mod index;
 pub mod loader;
 pub mod manifest;
+pub mod names;
 pub mod session;
 
 pub use manifest::{
-    file_size, CommandRecord, ContainerRecord, FileRecord, GraphRecord, Manifest, PerfRecord,
-    ProcessRecord,
+    file_size, units, CommandRecord, ContainerRecord, FileRecord, GraphRecord, Manifest,
+    PartRecord, PerfRecord, ProcessRecord,
 };
 
 use crate::error::{Error, Result};
@@ -22,6 +24,8 @@ use std::path::{Path, PathBuf};
 /// reclaiming the leftovers of a capture that was killed).
 pub const ARTIFACT_EXTENSIONS: &[&str] = &[
     "data",
+    // A download under way: renamed to `data` once complete.
+    "data.part",
     "folded",
     "svg",
     "script",
@@ -34,7 +38,18 @@ pub const ARTIFACT_EXTENSIONS: &[&str] = &[
     "html",
     "asprof.html",
     "pb.gz",
+    HEAP_PLOT,
+    THREADS_PLOT,
+    BANDWIDTH_PLOT,
+    "markers",
 ];
+
+/// The plots written beside a capture's report (their extensions after the stem): the heap
+/// in use per dump over time, off-CPU time per thread over the window, I/O bandwidth over
+/// the window.
+pub const HEAP_PLOT: &str = "dumps.svg";
+pub const THREADS_PLOT: &str = "threads.svg";
+pub const BANDWIDTH_PLOT: &str = "bandwidth.svg";
 
 /// A capture's file stem, e.g. `profiling/demo-seq/perf-20261122-101500`. Reserving one
 /// creates its manifest file, so two captures in the same second never share a stem.
@@ -80,6 +95,15 @@ impl Stem {
         ))
     }
 
+    /// The stem of a capture already written, from its manifest's path (`<stem>.json`).
+    pub fn of_manifest(manifest_path: &Path) -> Option<Stem> {
+        let name = manifest_path.file_name()?.to_str()?.strip_suffix(".json")?;
+        Some(Stem {
+            dir: manifest_path.parent()?.to_path_buf(),
+            name: name.to_string(),
+        })
+    }
+
     pub fn path(&self, extension: &str) -> PathBuf {
         self.dir.join(format!("{}.{extension}", self.name))
     }
@@ -99,7 +123,8 @@ impl Stem {
     /// Removes every file of this stem that devprof may have written (used when a capture
     /// ends with nothing worth keeping).
     pub fn discard(&self, extensions: &[&str]) {
-        for ext in extensions.iter().chain(std::iter::once(&"json")) {
+        // The markers file is written by the window itself, whatever the kind.
+        for ext in extensions.iter().chain([&"json", &"markers"]) {
             let _ = fs::remove_file(self.path(ext));
         }
         // Leave no empty container directory behind.

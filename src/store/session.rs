@@ -28,6 +28,95 @@ pub struct SessionRecord {
     pub captures: Vec<SessionCapture>,
     /// The verdict's thresholds, in words.
     pub thresholds: String,
+    /// How closely the captures covered the same time, judged by what they recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alignment: Option<Alignment>,
+    /// The container endpoints of a session over several (`TARGET@CONTEXT`), with their
+    /// clocks against this host's; empty for a session on one endpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<SessionEndpoint>,
+}
+
+/// One container endpoint of a session and its clock.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SessionEndpoint {
+    /// The docker context (`default`: the endpoint the environment names).
+    pub context: String,
+    pub address: String,
+    pub containers: Vec<String>,
+    /// The endpoint's clock minus this host's, measured before and after the window
+    /// (round trips through exec); what its containers stamp is on that clock.
+    pub clock_before: Option<crate::profile::clock::ClockOffset>,
+    pub clock_after: Option<crate::profile::clock::ClockOffset>,
+    /// Why a clock could not be read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clock_errors: Vec<String>,
+}
+
+/// How far an endpoint's clock is from this host's, as measured around a session's window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClockShift {
+    /// The endpoint's clock minus this host's, in ns: subtracted from what the endpoint
+    /// stamped (perf's sample times through its clock record, log lines) to put it on this
+    /// host's clock.
+    pub ns: i64,
+    /// Half the best round trip of the exchanges it came from (the larger of the two
+    /// measurements), in ms.
+    pub uncertainty_ms: f64,
+}
+
+impl SessionEndpoint {
+    /// The endpoint's clock shift: the mean of the offsets measured before and after the
+    /// window (one when the other could not be read); None when neither could.
+    pub fn clock_shift(&self) -> Option<ClockShift> {
+        let measured: Vec<_> = [self.clock_before, self.clock_after]
+            .into_iter()
+            .flatten()
+            .collect();
+        if measured.is_empty() {
+            return None;
+        }
+        let mean_ms = measured.iter().map(|c| c.offset_ms).sum::<f64>() / measured.len() as f64;
+        Some(ClockShift {
+            ns: (mean_ms * 1e6).round() as i64,
+            uncertainty_ms: measured
+                .iter()
+                .map(|c| c.uncertainty_ms)
+                .fold(0.0, f64::max),
+        })
+    }
+}
+
+/// The clock shift of `container`'s endpoint in a session over several, if measured.
+pub fn clock_shift_of(endpoints: &[SessionEndpoint], container: &str) -> Option<ClockShift> {
+    endpoints
+        .iter()
+        .find(|e| e.containers.iter().any(|c| c == container))?
+        .clock_shift()
+}
+
+/// The session's windows as recorded: each capture's first and last sample (perf, from its
+/// timeline) or the window its engine states (the others), and the spread of the perf
+/// captures' first and last samples.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Alignment {
+    pub captures: Vec<CaptureSpan>,
+    /// Largest gap between two perf captures' first samples, in ms.
+    pub first_sample_spread_ms: Option<u64>,
+    /// Largest gap between two perf captures' last samples, in ms.
+    pub last_sample_spread_ms: Option<u64>,
+}
+
+/// When one capture's recording really began and ended, by the Unix clock.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CaptureSpan {
+    pub container: String,
+    pub kind: String,
+    /// `samples` (first and last sample times from the timeline) or `stated window` (the
+    /// window the engine says it covered).
+    pub source: String,
+    pub first_at: String,
+    pub last_at: String,
 }
 
 /// One container's line of the closing table.
@@ -56,6 +145,20 @@ pub struct SessionCapture {
     pub window_started_at: Option<String>,
     pub window_stopped_at: Option<String>,
     pub error: Option<String>,
+}
+
+/// How far apart the captures' windows started, in milliseconds: their start instants are
+/// taken on this host (when each recorder's first line arrived), so they share one clock
+/// whatever endpoint ran them. None with fewer than two starts.
+pub fn start_spread_ms(captures: &[SessionCapture]) -> Option<f64> {
+    let starts: Vec<chrono::DateTime<chrono::FixedOffset>> = captures
+        .iter()
+        .filter_map(|c| c.window_started_at.as_deref())
+        .filter_map(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .collect();
+    let first = starts.iter().min()?;
+    let last = starts.iter().max()?;
+    (starts.len() > 1).then(|| (*last - *first).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e3)
 }
 
 /// The sessions in the store, oldest first, with their manifest paths. Files that are not
@@ -122,6 +225,62 @@ pub fn expired(
 mod tests {
     use super::*;
 
+    #[test]
+    fn an_endpoints_clock_shift_is_the_mean_of_its_measurements_with_the_wider_uncertainty() {
+        use crate::profile::clock::ClockOffset;
+        let offset = |offset_ms, uncertainty_ms| ClockOffset {
+            offset_ms,
+            uncertainty_ms,
+            exchanges: 8,
+        };
+        let endpoint = |before, after| SessionEndpoint {
+            context: "podman".into(),
+            address: "unix:///run/p.sock".into(),
+            containers: vec!["pod-demo-seq".into()],
+            clock_before: before,
+            clock_after: after,
+            clock_errors: Vec::new(),
+        };
+        let both = endpoint(Some(offset(5003.6, 46.5)), Some(offset(5009.5, 92.4)));
+        assert_eq!(
+            both.clock_shift(),
+            Some(ClockShift {
+                ns: 5_006_550_000,
+                uncertainty_ms: 92.4
+            })
+        );
+        let one = endpoint(None, Some(offset(-12.0, 3.0)));
+        assert_eq!(one.clock_shift().unwrap().ns, -12_000_000);
+        assert_eq!(endpoint(None, None).clock_shift(), None);
+        let endpoints = [both];
+        assert_eq!(
+            clock_shift_of(&endpoints, "pod-demo-seq").map(|s| s.ns),
+            Some(5_006_550_000)
+        );
+        assert_eq!(clock_shift_of(&endpoints, "demo-seq"), None);
+    }
+
+    #[test]
+    fn the_start_spread_is_between_the_first_and_last_start() {
+        let capture = |start: Option<&str>| SessionCapture {
+            container: "c".into(),
+            kind: "cpu".into(),
+            manifest: None,
+            window_started_at: start.map(str::to_string),
+            window_stopped_at: None,
+            error: None,
+        };
+        let captures = [
+            capture(Some("2026-11-26T14:00:00.120+00:00")),
+            capture(None),
+            // Another zone, same clock: 40 ms before the first.
+            capture(Some("2026-11-26T15:00:00.080+01:00")),
+            capture(Some("2026-11-26T14:00:00.200+00:00")),
+        ];
+        assert_eq!(start_spread_ms(&captures), Some(120.0));
+        assert_eq!(start_spread_ms(&captures[..2]), None);
+    }
+
     fn session(created: &str, manifests: &[&str]) -> (PathBuf, SessionRecord) {
         let record = SessionRecord {
             devprof_version: "0".into(),
@@ -145,6 +304,8 @@ mod tests {
                 })
                 .collect(),
             thresholds: String::new(),
+            alignment: None,
+            endpoints: Vec::new(),
         };
         (
             PathBuf::from(format!("sessions/session-{created}.json")),
@@ -186,6 +347,8 @@ mod tests {
             rows: Vec::new(),
             captures: Vec::new(),
             thresholds: String::new(),
+            alignment: None,
+            endpoints: Vec::new(),
         };
         fs::write(
             dir.join("session-1.json"),

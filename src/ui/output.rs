@@ -31,13 +31,22 @@ pub fn print_json(value: &impl serde::Serialize) {
 
 /// Writes `text` to stdout; a reader that went away (`| head -1`) ends the output quietly
 /// where `print!` would panic.
-fn write_stdout(text: &str) {
+pub fn write_stdout(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("devprof: cannot write the output: {e}");
         }
+    }
+}
+
+/// For `or_else` on a write to stdout: a reader that went away is the end of the output,
+/// not an error.
+pub fn reader_gone(e: std::io::Error) -> std::io::Result<()> {
+    match e.kind() {
+        std::io::ErrorKind::BrokenPipe => Ok(()),
+        _ => Err(e),
     }
 }
 
@@ -89,4 +98,23 @@ pub fn files_written(files: &[(PathBuf, u64)]) -> String {
         ));
     }
     out
+}
+
+/// `print!` for command output: a reader that went away ends the output quietly.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::ui::output::write_stdout(&format!($($arg)*))
+    };
+}
+
+/// `println!` for command output: a reader that went away ends the output quietly.
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::ui::output::write_stdout("\n")
+    };
+    ($($arg:tt)*) => {
+        $crate::ui::output::write_stdout(&format!("{}\n", format_args!($($arg)*)))
+    };
 }

@@ -15,6 +15,9 @@ pub fn start_session() -> &'static MultiProgress {
 
 /// One container's line in the session display (hidden off a terminal).
 pub fn session_line(label: &str) -> ProgressBar {
+    if super::quiet() {
+        return ProgressBar::hidden();
+    }
     let bar = start_session().add(ProgressBar::new_spinner());
     bar.set_style(
         ProgressStyle::with_template("{spinner} {prefix:<24} {elapsed:>4} {msg}")
@@ -27,7 +30,7 @@ pub fn session_line(label: &str) -> ProgressBar {
 
 /// A bar over the capture window, in tenths of a second.
 pub fn capture_bar(window: Duration, label: &str) -> ProgressBar {
-    if SESSION.get().is_some() {
+    if SESSION.get().is_some() || super::quiet() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(
@@ -45,7 +48,7 @@ pub fn capture_bar(window: Duration, label: &str) -> ProgressBar {
 
 /// A spinner for work of unknown length (download, folding).
 pub fn spinner(message: &str) -> ProgressBar {
-    if SESSION.get().is_some() {
+    if SESSION.get().is_some() || super::quiet() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
@@ -59,6 +62,9 @@ pub fn spinner(message: &str) -> ProgressBar {
 
 /// A line for the user while a bar may be drawn.
 pub fn note(bar: Option<&ProgressBar>, text: &str) {
+    if super::quiet() {
+        return;
+    }
     match bar {
         Some(b) if !b.is_hidden() => b.println(text),
         _ => match SESSION.get() {

@@ -2,7 +2,8 @@
 //! with their timeline, per-thread totals, and reading `go tool pprof -top`.
 #![allow(dead_code)]
 
-use devprof::profile::folded::{fold_perf_script_with, Folded};
+use devprof::profile::folded::Folded;
+use devprof::profile::perfscript::fold_perf_script_with;
 use devprof::profile::timeline::{Timeline, TimelineWriter};
 use std::collections::BTreeMap;
 use std::io::BufReader;
@@ -142,9 +143,67 @@ pub fn firefox_totals(json: &serde_json::Value) -> BTreeMap<u64, u64> {
     for thread in json["threads"].as_array().unwrap() {
         let weights = thread["samples"]["weight"].as_array().unwrap();
         let total: f64 = weights.iter().map(|w| w.as_f64().unwrap()).sum();
-        *totals.entry(thread["tid"].as_u64().unwrap()).or_default() += total as u64;
+        // fxprof-processed-profile writes tids as strings.
+        let tid = &thread["tid"];
+        let tid = tid
+            .as_u64()
+            .or_else(|| tid.as_str().and_then(|t| t.parse().ok()))
+            .unwrap();
+        *totals.entry(tid).or_default() += total as u64;
     }
     totals
+}
+
+/// Checks the invariants of one thread of a Firefox Profiler processed profile (as
+/// fxprof-processed-profile writes it): every table index in range, stacks prefix-first,
+/// per-sample arrays as long as the table, times not going back. Returns the sample times
+/// (ms after the profile's reference).
+pub fn check_firefox_thread(thread: &serde_json::Value) -> Vec<f64> {
+    let index_ok = |values: &serde_json::Value, below: u64| {
+        values
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v.as_u64().unwrap() < below)
+    };
+    let samples = &thread["samples"];
+    let n = samples["length"].as_u64().unwrap() as usize;
+    for key in ["stack", "timeDeltas", "weight"] {
+        assert_eq!(samples[key].as_array().unwrap().len(), n, "{key}");
+    }
+    let len = |table: &str| thread[table]["length"].as_u64().unwrap();
+    let strings = thread["stringArray"].as_array().unwrap().len() as u64;
+    assert!(index_ok(&samples["stack"], len("stackTable")));
+    assert!(index_ok(&thread["stackTable"]["frame"], len("frameTable")));
+    assert!(index_ok(&thread["frameTable"]["func"], len("funcTable")));
+    assert!(index_ok(&thread["funcTable"]["name"], strings));
+    for (i, p) in thread["stackTable"]["prefix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        assert!(
+            p.is_null() || (p.as_u64().unwrap() as usize) < i,
+            "stack {i}'s prefix"
+        );
+    }
+    let markers = &thread["markers"];
+    let m = markers["length"].as_u64().unwrap() as usize;
+    for key in ["name", "startTime", "endTime", "phase", "data"] {
+        assert_eq!(markers[key].as_array().unwrap().len(), m, "markers.{key}");
+    }
+    let times: Vec<f64> = samples["timeDeltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .scan(0.0, |t, d| {
+            *t += d.as_f64().unwrap();
+            Some(*t)
+        })
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "times out of order");
+    times
 }
 
 /// The file names a manifest lists.

@@ -7,14 +7,22 @@
 //! - `DEMO_DATA_DIR`: where `sync_writes` and `mmap_reads` keep their files (default `/data`)
 //! - `DEMO_LOCK_THREADS`: number of `contend_lock` threads (default 4)
 //! - `DEMO_ALLOC_MAX_MB`: cap of the memory held by `alloc_blocks` (default 128)
+//! - `DEMO_HASH_CALLS`: when set, `hash_chain` makes that many calls per 100 ms period
+//!   (within its percent) and rests, instead of staying busy for its whole percent
+//! - `DEMO_HASH_ROUNDS`: passes over its buffer per `hash_chain` call (default 1); with
+//!   `DEMO_HASH_CALLS`, the knob that makes one function heavier per call (an A/B test's B)
 //! - `_RJEM_MALLOC_CONF`: jemalloc options, e.g. `prof:true,prof_prefix:/profiling/jeprof`
 //! - `DEMO_OPS_FILE`: when set, a file rewritten every 500 ms with `<ms since start> <units
 //!   of work done>`: the node's throughput, for measuring what profiling costs it
 //! - `DEMO_CLEAR_ENVIRON=1`: after start, blank the environment in place and turn the
 //!   command line into a status title, as servers that rewrite them for `ps` do
+//! - `DEMO_BLOCKS=1`: block mode (`blocks`): the workloads run in blocks with a reth-like
+//!   log line each (`DEMO_BLOCK_MS`, `DEMO_BLOCK_GAP_MS`, `DEMO_HEAVY_EVERY`,
+//!   `DEMO_HEAVY_WORKLOAD`, `DEMO_HEAVY_FACTOR`)
 //!
 //! Signals: SIGTERM/SIGINT exit at once; SIGUSR2 dumps a jemalloc heap profile.
 
+mod blocks;
 mod config;
 mod proctitle;
 mod workloads;
@@ -41,6 +49,8 @@ struct Settings {
     data_dir: PathBuf,
     lock_threads: u64,
     alloc_max_mb: u64,
+    hash_calls: Option<u64>,
+    hash_rounds: u64,
 }
 
 fn env_var(name: &str) -> Result<Option<String>, String> {
@@ -69,11 +79,22 @@ fn settings_from_env() -> Result<Settings, String> {
         env_var("DEMO_ALLOC_MAX_MB")?.as_deref(),
         128,
     )?;
+    let hash_calls = match env_var("DEMO_HASH_CALLS")? {
+        None => None,
+        Some(v) => Some(parse_positive("DEMO_HASH_CALLS", Some(&v), 1)?),
+    };
+    let hash_rounds = parse_positive(
+        "DEMO_HASH_ROUNDS",
+        env_var("DEMO_HASH_ROUNDS")?.as_deref(),
+        1,
+    )?;
     Ok(Settings {
         workloads,
         data_dir,
         lock_threads,
         alloc_max_mb,
+        hash_calls,
+        hash_rounds,
     })
 }
 
@@ -85,7 +106,13 @@ fn log_settings(s: &Settings) {
     );
     for spec in &s.workloads {
         let detail = match spec.workload {
-            Workload::HashChain => String::new(),
+            Workload::HashChain => match s.hash_calls {
+                Some(calls) => format!(
+                    " (at most {calls} calls per period, {} rounds each)",
+                    s.hash_rounds
+                ),
+                None => format!(" ({} rounds per call)", s.hash_rounds),
+            },
             Workload::StateLookup => format!(" ({STATE_ENTRIES} entries)"),
             Workload::ContendLock => format!(" ({} threads)", s.lock_threads),
             Workload::SyncWrites | Workload::MmapReads => {
@@ -188,6 +215,37 @@ fn io_outcome(r: std::io::Result<()>) -> String {
 }
 
 fn main() {
+    // Block mode replaces the steady workloads (see `blocks`).
+    match blocks::settings_from_env() {
+        Ok(Some(block_settings)) => {
+            if let Err(e) = handle_signals() {
+                eprintln!("demo-node: cannot install signal handlers: {e}");
+                process::exit(1);
+            }
+            println!(
+                "demo-node {} pid {} (block mode)",
+                env!("CARGO_PKG_VERSION"),
+                process::id()
+            );
+            thread::Builder::new()
+                .name("block_import".into())
+                .spawn(move || blocks::run(&block_settings))
+                .and_then(|t| {
+                    t.join()
+                        .map_err(|_| std::io::Error::other("block_import panicked"))
+                })
+                .unwrap_or_else(|e| {
+                    eprintln!("demo-node: block mode stopped: {e}");
+                    process::exit(1)
+                });
+            process::exit(1);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("demo-node: error: {e}");
+            process::exit(2)
+        }
+    }
     let settings = settings_from_env().unwrap_or_else(|e| {
         eprintln!("demo-node: error: {e}");
         process::exit(2)
@@ -224,9 +282,17 @@ fn main() {
             .unwrap_or(start);
         let name = spec.workload.name();
         match spec.workload {
-            Workload::HashChain => spawn_workload(name, &done, move || {
-                workloads::hash_chain(&mut Duty::new(pct, epoch))
-            }),
+            Workload::HashChain => {
+                let (calls, rounds) = (settings.hash_calls, settings.hash_rounds);
+                spawn_workload(name, &done, move || {
+                    let duty = Duty::new(pct, epoch);
+                    let mut duty = match calls {
+                        Some(calls) => duty.paced(calls),
+                        None => duty,
+                    };
+                    workloads::hash_chain(&mut duty, rounds)
+                })
+            }
             Workload::StateLookup => spawn_workload(name, &done, move || {
                 workloads::state_lookup(&mut Duty::new(pct, epoch), STATE_ENTRIES)
             }),

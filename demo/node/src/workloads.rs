@@ -30,6 +30,11 @@ pub struct Duty {
     /// Units of work since the last rest, added to `OPS` when the thread rests (so the
     /// count costs nothing in the busy loop).
     ops: u64,
+    /// When set, the thread rests after this many units in a period even if time is left:
+    /// its CPU then follows the cost of one unit (`DEMO_HASH_ROUNDS`), which is what a
+    /// regression in one function looks like, rather than a fixed share of the period.
+    units_per_period: Option<u64>,
+    units_this_period: u64,
 }
 
 /// Units of work (calls to `Duty::tick`) done by all workloads, as of their last rest: the
@@ -49,7 +54,15 @@ impl Duty {
             epoch,
             period: 0,
             ops: 0,
+            units_per_period: None,
+            units_this_period: 0,
         }
+    }
+
+    /// Paced by units: at most `units` per period (within the busy share), then rest.
+    pub fn paced(mut self, units: u64) -> Duty {
+        self.units_per_period = Some(units.max(1));
+        self
     }
 
     /// Index of the current period (counts at 100% too).
@@ -67,9 +80,14 @@ impl Duty {
         if current != self.period {
             // A workload at 100% never rests: count its work once a period instead.
             OPS.fetch_add(std::mem::take(&mut self.ops), Ordering::Relaxed);
+            self.units_this_period = 0;
         }
         self.period = current;
-        if phase >= self.busy.as_nanos() as u64 {
+        self.units_this_period += 1;
+        let quota_done = self
+            .units_per_period
+            .is_some_and(|units| self.units_this_period >= units);
+        if quota_done || phase >= self.busy.as_nanos() as u64 {
             self.rest(phase);
         }
     }
@@ -86,6 +104,7 @@ impl Duty {
         OPS.fetch_add(std::mem::take(&mut self.ops), Ordering::Relaxed);
         thread::sleep(PERIOD.saturating_sub(Duration::from_nanos(phase)));
         self.period += 1;
+        self.units_this_period = 0;
     }
 }
 
@@ -120,10 +139,10 @@ impl Rng {
     }
 }
 
-/// CPU: an FNV/xorshift-multiply chain over a 64 KiB buffer. The mixing is written out
-/// here so that the CPU time is self time of this function.
+/// CPU: an FNV/xorshift-multiply chain over a 64 KiB buffer, `rounds` passes per unit of
+/// work. The mixing is written out here so that the CPU time is self time of this function.
 #[inline(never)]
-pub fn hash_chain(duty: &mut Duty) -> ! {
+pub fn hash_chain(duty: &mut Duty, rounds: u64) -> ! {
     let mut words = vec![0u64; 64 * KIB / 8];
     let mut rng = Rng::new(0x4a5c_17e3);
     for w in words.iter_mut() {
@@ -131,15 +150,17 @@ pub fn hash_chain(duty: &mut Duty) -> ! {
     }
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     loop {
-        for w in words.iter_mut() {
-            h ^= *w;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-            h ^= h >> 29;
-            h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            h ^= h >> 32;
-            *w = h;
+        for _ in 0..rounds {
+            for w in words.iter_mut() {
+                h ^= *w;
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+                h ^= h >> 29;
+                h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                h ^= h >> 32;
+                *w = h;
+            }
+            black_box(&mut words);
         }
-        black_box(&mut words);
         duty.tick();
     }
 }
@@ -404,6 +425,21 @@ mod tests {
         assert_eq!(Duty::new(100, now).busy, PERIOD);
         assert_eq!(Duty::new(25, now).busy, Duration::from_millis(25));
         assert_eq!(Duty::new(1, now).busy, Duration::from_millis(1));
+    }
+
+    #[test]
+    fn a_paced_duty_rests_after_its_units_even_with_time_left() {
+        let mut duty = Duty::new(100, Instant::now()).paced(3);
+        duty.tick();
+        duty.tick();
+        assert_eq!(duty.periods(), 0, "two units of three: still busy");
+        duty.tick();
+        assert_eq!(
+            duty.periods(),
+            1,
+            "the third unit ends the period at 100% busy"
+        );
+        assert_eq!(duty.units_this_period, 0);
     }
 
     #[test]

@@ -4,10 +4,11 @@
 
 use super::{HeapTarget, Obtained, DUMP_WAIT, POLL};
 use crate::docker::archive::CopyLimit;
+use crate::docker::wire;
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{
-    parse_listing, select, DumpFile, DumpKind, SelectError, Selection, Signal,
+    listed, select, DumpFile, DumpKind, SelectError, Selection, Signal,
 };
 use crate::signals::Interrupts;
 use crate::text::quote;
@@ -16,19 +17,34 @@ use chrono::Local;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Lists `<dir>/<base>.*.heap` with sizes and modification times.
+/// Lists `<dir>/<base>.*.heap` with sizes and modification times: `dump<TAB>name<TAB>size
+/// <TAB>mtime` records, the name encoded (`wire`: any user of the container may name a
+/// file there).
 pub(super) fn listing_script(dir: &str, base: &str) -> String {
     format!(
-        r#"cd {dir} 2>/dev/null || {{ echo "nodir"; exit 0; }}
+        r#"{prelude}cd {dir} 2>/dev/null || {{ echo "nodir"; exit 0; }}
 for f in {base}.*.heap; do
   [ -f "$f" ] || continue
   s=$(stat -c '%s %Y' -- "$f" 2>/dev/null) || s="$(wc -c < "$f") 0"
-  printf 'dump\t%s\t%s\t%s\n' "$f" "${{s% *}}" "${{s#* }}"
+  printf 'dump\t'; printf '%s' "$f" | enc {name}; printf '\t%s\t%s\n' "${{s% *}}" "${{s#* }}"
 done
 "#,
+        prelude = wire::PRELUDE,
         dir = quote(dir),
-        base = quote(base)
+        base = quote(base),
+        name = wire::NAME_LIMIT,
     )
+}
+
+/// The dumps in the listing script's output: names decoded, sizes and times strict.
+pub(super) fn read_listing(base: &str, text: &str) -> Vec<DumpFile> {
+    let entries = wire::records(text)
+        .filter(|r| r.key == "dump")
+        .filter_map(|r| {
+            let name = String::from_utf8(r.bytes(0)?).ok()?;
+            Some((name, r.number(1)?, r.number(2)?))
+        });
+    listed(base, entries)
 }
 
 pub(super) async fn list_dumps(target: &HeapTarget) -> Result<Vec<DumpFile>> {
@@ -52,7 +68,7 @@ pub(super) async fn listing_of(shell: &Shell, dir: &str, base: &str) -> Result<V
     if out.stdout.trim() == "nodir" {
         return Ok(Vec::new());
     }
-    Ok(parse_listing(base, &out.stdout))
+    Ok(read_listing(base, &out.stdout))
 }
 
 /// Dump files the user named by their path in the container: any file, whatever its name
@@ -123,7 +139,12 @@ pub(super) fn local_time(mtime: i64) -> String {
 }
 
 pub(super) async fn existing_dumps(target: &HeapTarget, selection: &Selection) -> Result<Obtained> {
-    let mut all = list_dumps(target).await?;
+    // --latest, --last and --all-dumps mean this process's dumps, never those an earlier
+    // process of the same pid left on a volume; --files takes whatever the user names.
+    let mut all = match selection {
+        Selection::Files(_) => list_dumps(target).await?,
+        _ => dumps_since_process_start(target).await?,
+    };
     if let Selection::Files(names) = selection {
         let paths: Vec<String> = names
             .iter()
@@ -180,7 +201,7 @@ pub(super) async fn existing_dumps(target: &HeapTarget, selection: &Selection) -
     })?;
     let how = match selection {
         Selection::Latest => "--latest: the newest dump the process wrote".to_string(),
-        Selection::All => format!("--all: every dump of the process ({})", merged.len()),
+        Selection::All => format!("--all-dumps: every dump of the process ({})", merged.len()),
         Selection::Last(n) => format!("--last {n}: the newest {n} dumps of the process"),
         Selection::Files(names) => format!(
             "--files: {} named dump{}",
@@ -449,4 +470,29 @@ pub(super) async fn fetch_dump(
         });
     }
     Ok((local, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The listing script, run by this host's sh in a directory with a dump whose name
+    /// holds a newline and a forged record, and a real dump.
+    #[test]
+    fn heap_dump_name_with_a_newline_cannot_add_a_listing_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let forged = "jeprof.x\ndump\tjeprof.1.0.f.heap\t1\t1\n.heap";
+        std::fs::write(dir.path().join(forged), b"x").unwrap();
+        std::fs::write(dir.path().join("jeprof.7.1.m1.heap"), b"heap").unwrap();
+        let script = listing_script(&dir.path().to_string_lossy(), "jeprof");
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let dumps = read_listing("jeprof", &text);
+        let names: Vec<&str> = dumps.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["jeprof.7.1.m1.heap"], "{text}");
+        assert_eq!(dumps[0].size, 4);
+    }
 }

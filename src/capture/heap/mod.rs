@@ -18,6 +18,7 @@ mod dumps;
 mod report;
 
 use crate::docker::target::{ContainerInfo, ProcInfo};
+use crate::docker::wire;
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{catches, split_prefix, DumpFile, JemallocConf, Selection};
@@ -52,6 +53,17 @@ pub struct HeapOutcome {
     pub files: Vec<(PathBuf, u64)>,
     pub warnings: Vec<String>,
     pub report: String,
+}
+
+impl From<HeapOutcome> for super::Captured {
+    fn from(o: HeapOutcome) -> Self {
+        super::Captured {
+            manifest: o.manifest,
+            manifest_path: o.manifest_path,
+            files: o.files,
+            warnings: o.warnings,
+        }
+    }
 }
 
 /// The process and what its jemalloc is set up to do.
@@ -156,14 +168,14 @@ async fn go_heap(
     if let HeapSource::Existing(_) = settings.source {
         return Err(Error::Usage(format!(
             "'{}' runs a Go program, whose heap profile comes from its net/http/pprof endpoint as it is now: \
-             --latest, --all, --last and --files choose among jemalloc dumps and do not apply",
+             --latest, --all-dumps, --last and --files choose among jemalloc dumps and do not apply",
             located.container.name
         )));
     }
     let allocated = settings.measure == Measure::Allocated;
     let outcome = super::pprof::run_pprof(
         located,
-        super::pprof::PprofKind::Heap { allocated },
+        crate::engines::pprof::PprofKind::Heap { allocated },
         settings.pprof_url.as_deref(),
         &settings.profiler_image,
         &settings.target,
@@ -352,11 +364,11 @@ async fn compiled_conf_of(
     container: &ContainerInfo,
     pid: u32,
 ) -> Option<CompiledConf> {
-    let exe = crate::symbols::binary::resolve(shell, &format!("/proc/{pid}/exe"))
+    let exe = crate::docker::binary::resolve(shell, &format!("/proc/{pid}/exe"))
         .await
         .ok()
         .filter(|p| p.starts_with('/') && !p.starts_with("/proc/"))?;
-    crate::symbols::binary::with_copy(shell.docker(), &container.name, &exe, |local| {
+    crate::docker::binary::with_copy(shell.docker(), &container.name, &exe, |local| {
         compiled_conf(local)
     })
     .await
@@ -365,16 +377,22 @@ async fn compiled_conf_of(
 
 /// Prints `env`, `cwd`, `sigcgt`, `reads` (the variable the program's jemalloc reads,
 /// found in its binary), `lib` and `conffile` (jemalloc's config-file symlinks, read in
-/// the process's own root) lines for `pid`.
+/// the process's own root) records for `pid`; texts the process controls are encoded
+/// (`wire`).
 fn jemalloc_probe_script(pid: u32) -> String {
+    let env = wire::env_records(
+        "$p",
+        &[
+            "_RJEM_MALLOC_CONF=*".to_string(),
+            "MALLOC_CONF=*".to_string(),
+        ],
+    );
+    let name = wire::NAME_LIMIT;
     format!(
-        r#"p={pid}
-tr '\0' '\n' < /proc/$p/environ 2>/dev/null | while IFS= read -r l; do
-  case "$l" in _RJEM_MALLOC_CONF=*|MALLOC_CONF=*) printf 'env\t%s\n' "$l";; esac
-done
-printf 'cwd\t%s\n' "$(readlink /proc/$p/cwd 2>/dev/null)"
-while read -r k v _; do [ "$k" = SigCgt: ] && printf 'sigcgt\t%s\n' "$v"; done < /proc/$p/status
-while read -r _ _ _ _ _ f; do case "$f" in *jemalloc*) printf 'lib\t%s\n' "$f";; esac; done < /proc/$p/maps
+        r#"{prelude}p={pid}
+{env}printf 'cwd\t'; {{ readlink /proc/$p/cwd 2>/dev/null; }} | enc {name}; echo
+{{ while read -r k v _; do [ "$k" = SigCgt: ] && printf 'sigcgt\t%s\n' "$v"; done < /proc/$p/status; }} 2>/dev/null
+{{ while read -r _ _ _ _ _ f; do case "$f" in *jemalloc*) printf 'lib\t'; printf '%s' "$f" | enc {name}; echo;; esac; done < /proc/$p/maps; }} 2>/dev/null
 if command -v grep >/dev/null 2>&1; then
   if grep -q -a _RJEM_MALLOC_CONF /proc/$p/exe 2>/dev/null; then printf 'reads\t_RJEM_MALLOC_CONF\n'
   elif grep -q -a MALLOC_CONF /proc/$p/exe 2>/dev/null; then printf 'reads\tMALLOC_CONF\n'
@@ -384,11 +402,15 @@ read -r line < /proc/$p/stat && rest=${{line##*) }} && set -- $rest && printf 's
 while read -r k v _; do [ "$k" = btime ] && printf 'btime\t%s\n' "$v"; done < /proc/stat
 printf 'clktck\t%s\n' "$(getconf CLK_TCK 2>/dev/null)"
 for f in /etc/malloc.conf /etc/_rjem_malloc.conf; do
-  t=$(readlink "/proc/$p/root$f" 2>/dev/null) && printf 'conffile\t%s\t%s\n' "$f" "$t"
+  t=$(readlink "/proc/$p/root$f" 2>/dev/null) && {{ printf 'conffile\t%s\t' "$f"; printf '%s' "$t" | enc {name}; echo; }}
 done
-"#
+"#,
+        prelude = wire::PRELUDE,
     )
 }
+
+/// jemalloc's config-file symlinks the probe reads.
+const CONFIG_FILES: [&str; 2] = ["/etc/malloc.conf", "/etc/_rjem_malloc.conf"];
 
 #[derive(Debug, Default, PartialEq)]
 struct JemallocFacts {
@@ -416,28 +438,47 @@ impl JemallocFacts {
 
     fn parse(text: &str) -> Self {
         let mut f = JemallocFacts::default();
-        for line in text.lines() {
-            let Some((k, v)) = line.split_once('\t') else {
-                continue;
-            };
-            match k {
+        let mut once = wire::Once::default();
+        let text_field = |r: &wire::Record<'_>, i: usize| {
+            r.text(i)
+                .map(|t| t.strip_suffix('\n').unwrap_or(&t).to_string())
+        };
+        for r in wire::records(text) {
+            match r.key {
                 "env" => {
-                    if let Some((name, value)) = v.split_once('=') {
-                        f.env.push((name.to_string(), value.to_string()));
+                    let entry = r.text(0);
+                    if let Some((name, value)) = entry.as_deref().and_then(|e| e.split_once('=')) {
+                        if f.env.iter().all(|(n, _)| n != name) {
+                            f.env.push((name.to_string(), value.to_string()));
+                        }
                     }
                 }
-                "cwd" if !v.trim().is_empty() => f.cwd = Some(v.trim().to_string()),
-                "sigcgt" => f.sigcgt = Some(v.trim().to_string()),
-                "reads" => f.reads = Some(v.trim().to_string()),
-                "lib" => f.jemalloc_libs.push(v.trim().to_string()),
-                "starttime" => f.starttime = v.trim().parse().ok(),
-                "btime" => f.btime = v.trim().parse().ok(),
-                "clktck" => f.clktck = v.trim().parse().ok(),
+                "lib" => f.jemalloc_libs.extend(text_field(&r, 0)),
                 "conffile" => {
-                    if let Some((path, target)) = v.split_once('\t') {
-                        f.config_files.push((path.to_string(), target.to_string()));
+                    let path = r.raw(0).filter(|p| CONFIG_FILES.contains(p));
+                    if let (Some(path), Some(target)) = (path, r.text(1)) {
+                        if once.first(path) {
+                            f.config_files.push((path.to_string(), target));
+                        }
                     }
                 }
+                key if !once.first(key) => {}
+                "cwd" => f.cwd = text_field(&r, 0).filter(|c| c.starts_with('/')),
+                "sigcgt" => {
+                    f.sigcgt = r
+                        .raw(0)
+                        .filter(|m| wire::mask(m).is_some())
+                        .map(String::from)
+                }
+                "reads" => {
+                    f.reads = r
+                        .raw(0)
+                        .filter(|v| ["_RJEM_MALLOC_CONF", "MALLOC_CONF"].contains(v))
+                        .map(String::from)
+                }
+                "starttime" => f.starttime = r.number(0),
+                "btime" => f.btime = r.number(0),
+                "clktck" => f.clktck = r.number(0),
                 _ => {}
             }
         }
@@ -514,24 +555,41 @@ impl JemallocFacts {
 mod tests {
     use super::*;
 
+    /// Probe lines as the script prints them: the texts the process controls encoded.
+    fn probe(lines: &str) -> JemallocFacts {
+        let text: String = lines
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                match f[0] {
+                    "env" | "cwd" | "lib" => {
+                        format!("{}\t{}\n", f[0], wire::encode(f[1].as_bytes()))
+                    }
+                    "conffile" => {
+                        format!("conffile\t{}\t{}\n", f[1], wire::encode(f[2].as_bytes()))
+                    }
+                    _ => format!("{l}\n"),
+                }
+            })
+            .collect();
+        JemallocFacts::parse(&text)
+    }
+
     #[test]
     fn the_process_start_comes_from_boot_time_and_start_ticks() {
         // demo-seq's probe: started 123456 ticks (100 Hz) after a boot at 1795000000.
-        let f = JemallocFacts::parse("starttime\t123456\nbtime\t1795000000\nclktck\t100\n");
+        let f = probe("starttime\t123456\nbtime\t1795000000\nclktck\t100\n");
         assert_eq!(f.process_started(), Some(1_795_001_234));
         // getconf missing: Linux's USER_HZ of 100.
-        let f = JemallocFacts::parse("starttime\t123456\nbtime\t1795000000\nclktck\t\n");
+        let f = probe("starttime\t123456\nbtime\t1795000000\nclktck\t\n");
         assert_eq!(f.process_started(), Some(1_795_001_234));
         // /proc/<pid>/stat unreadable: no start, and no dump is ever left out for it.
-        assert_eq!(
-            JemallocFacts::parse("btime\t1795000000\n").process_started(),
-            None
-        );
+        assert_eq!(probe("btime\t1795000000\n").process_started(), None);
     }
 
     #[test]
     fn a_blank_environment_falls_back_to_the_configured_one() {
-        let mut facts = JemallocFacts::parse("cwd\t/\nreads\t_RJEM_MALLOC_CONF\n");
+        let mut facts = probe("cwd\t/\nreads\t_RJEM_MALLOC_CONF\n");
         assert_eq!(facts.conf().1, None);
         let configured = [
             "PATH=/usr/bin".to_string(),
@@ -547,7 +605,7 @@ mod tests {
 
     #[test]
     fn sources_merge_in_jemallocs_order_and_the_config_file_matches_the_prefix() {
-        let f = JemallocFacts::parse(
+        let f = probe(
             "reads\t_RJEM_MALLOC_CONF\nconffile\t/etc/malloc.conf\tprof:false\n\
              conffile\t/etc/_rjem_malloc.conf\tprof:true,prof_prefix:/tmp/jeprof\n",
         );
@@ -584,7 +642,7 @@ mod tests {
 
     #[test]
     fn probe_facts_name_the_variable_the_program_reads() {
-        let f = JemallocFacts::parse(
+        let f = probe(
             "env\t_RJEM_MALLOC_CONF=prof:true,prof_prefix:/profiling/jeprof.x\nenv\tMALLOC_CONF=prof:false\n\
              cwd\t/\nsigcgt\t0000000100004c42\nreads\t_RJEM_MALLOC_CONF\n",
         );
@@ -599,13 +657,40 @@ mod tests {
         assert!(catches(f.sigcgt.as_deref().unwrap(), 12));
 
         // Unprefixed jemalloc as a shared library: MALLOC_CONF, unset.
-        let g =
-            JemallocFacts::parse("lib\t/usr/lib/x86_64-linux-gnu/libjemalloc.so.2\ncwd\t/srv\n");
+        let g = probe("lib\t/usr/lib/x86_64-linux-gnu/libjemalloc.so.2\ncwd\t/srv\n");
         assert_eq!(g.conf(), ("MALLOC_CONF".into(), None));
 
         // No grep in the image, nothing set: both names are offered.
-        let h = JemallocFacts::parse("cwd\t/\n");
+        let h = probe("cwd\t/\n");
         assert!(h.conf().0.contains("_RJEM_MALLOC_CONF") && h.conf().0.contains("MALLOC_CONF"));
         assert!(!h.uses_jemalloc());
+    }
+
+    #[test]
+    fn heap_probe_cwd_or_env_with_newlines_cannot_add_a_setting() {
+        // A working directory named to look like a second environment entry.
+        let text = format!(
+            "cwd\t{}\nenv\t{}\nreads\t_RJEM_MALLOC_CONF\nreads\tMALLOC_CONF\nconffile\t/tmp/x\t{}\n",
+            wire::encode(b"/srv\nenv\t_RJEM_MALLOC_CONF=prof:true,prof_prefix:/etc/x\n"),
+            wire::encode(b"MALLOC_CONF=prof:false\n_RJEM_MALLOC_CONF=prof:true"),
+            wire::encode(b"prof:true"),
+        );
+        let f = JemallocFacts::parse(&text);
+        assert_eq!(
+            f.cwd.as_deref(),
+            Some("/srv\nenv\t_RJEM_MALLOC_CONF=prof:true,prof_prefix:/etc/x")
+        );
+        assert_eq!(f.env.len(), 1);
+        assert_eq!(
+            f.reads.as_deref(),
+            Some("_RJEM_MALLOC_CONF"),
+            "the first stands"
+        );
+        assert!(f.config_files.is_empty(), "only jemalloc's own files");
+        assert_eq!(
+            f.conf().1,
+            None,
+            "the program reads _RJEM_MALLOC_CONF, which is not set"
+        );
     }
 }

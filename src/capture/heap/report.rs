@@ -6,17 +6,17 @@ use super::dumps::{dump_names, fetch_dump};
 use super::{HeapTarget, Obtained, HEAP_EXTENSIONS, REPORT_ROWS};
 use crate::capture::manifest::identity;
 use crate::capture::session::instant_text;
+use crate::docker::binary::{self, Fetched};
 use crate::error::{Error, Result};
 use crate::profile::heap::parse::{parse_dump, HeapDump, Measure};
 use crate::profile::heap::report::{
     build_profile, own_sites, render_text, top_sites, HeapProfile, ReportHeader,
 };
 use crate::profile::heap::symbolize::{files_needed, symbolize_dumps, SymbolizeStats};
-use crate::profile::heap::{DumpRecord, HeapRecord, ModuleRecord};
-use crate::render::{write_folded_file, write_svg_file, SvgSpec};
+use crate::profile::heap::{dump_totals, DumpRecord, HeapRecord, ModuleRecord};
+use crate::render::{plot, write_folded_file, write_svg_file, SvgSpec};
 use crate::settings::{HeapSettings, HeapSource};
 use crate::store::{self, Manifest, Stem};
-use crate::symbols::binary::{self, Fetched};
 use crate::symbols::module::{basename, ModuleSymbols, SymbolKind};
 use crate::text::truncate;
 use crate::ui::progress;
@@ -59,36 +59,11 @@ pub(super) async fn analyse(
 ) -> Result<(Manifest, PathBuf, Vec<(PathBuf, u64)>, String)> {
     let dir = stem.dir().to_path_buf();
     let t = Instant::now();
-    let spinner = progress::spinner(&format!(
-        "copying {} dump(s) out of {}",
-        obtained.collected.len(),
-        target.container.name
-    ));
-    let mut local_names: HashMap<String, String> = HashMap::new();
-    for d in &obtained.collected {
-        let (local, fresh) = fetch_dump(target, d, &dir)
-            .await
-            .inspect_err(|_| spinner.finish_and_clear())?;
-        if fresh {
-            downloaded.push(dir.join(&local));
-        }
-        local_names.insert(d.name.clone(), local);
-    }
-    spinner.finish_and_clear();
+    let local_names = download_dumps(target, obtained, &dir, downloaded).await?;
     timings.insert("download_dumps".to_string(), t.elapsed().as_millis() as u64);
 
     let t = Instant::now();
-    let mut parsed: Vec<HeapDump> = Vec::new();
-    for d in &obtained.merged {
-        let path = dir.join(&local_names[&d.name]);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
-        let dump = parse_dump(&text).map_err(|e| Error::HeapDumpInvalid {
-            path: path.display().to_string(),
-            detail: e.to_string(),
-        })?;
-        parsed.push(dump);
-    }
+    let parsed = parse_dumps(obtained, &dir, &local_names)?;
     timings.insert("parse".to_string(), t.elapsed().as_millis() as u64);
     let dump_refs: Vec<&HeapDump> = parsed.iter().collect();
     if settings.measure == Measure::Allocated && !dump_refs.iter().any(|d| d.has_accumulated()) {
@@ -136,6 +111,86 @@ pub(super) async fn analyse(
         ));
     }
     let period = dump_refs.first().map(|d| d.sample_period).unwrap_or(0);
+    let report = write_profile(target, obtained, settings, stem, &profile, period, &stats)?;
+    timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
+
+    let done = Analysed {
+        dir: &dir,
+        local_names: &local_names,
+        parsed: &parsed,
+        profile: &profile,
+        stats: &stats,
+        period,
+    };
+    let (manifest, manifest_path, files) = done.write_manifest(
+        target,
+        obtained,
+        settings,
+        stem,
+        module_records,
+        timings.clone(),
+        warnings,
+    )?;
+    Ok((manifest, manifest_path, files, report))
+}
+
+/// Copies the dumps out of the container into `dir`; `downloaded` collects the files
+/// written. Returns each dump's local file name.
+async fn download_dumps(
+    target: &HeapTarget,
+    obtained: &Obtained,
+    dir: &Path,
+    downloaded: &mut Vec<PathBuf>,
+) -> Result<HashMap<String, String>> {
+    let spinner = progress::spinner(&format!(
+        "copying {} dump(s) out of {}",
+        obtained.collected.len(),
+        target.container.name
+    ));
+    let mut local_names: HashMap<String, String> = HashMap::new();
+    for d in &obtained.collected {
+        let (local, fresh) = fetch_dump(target, d, dir)
+            .await
+            .inspect_err(|_| spinner.finish_and_clear())?;
+        if fresh {
+            downloaded.push(dir.join(&local));
+        }
+        local_names.insert(d.name.clone(), local);
+    }
+    spinner.finish_and_clear();
+    Ok(local_names)
+}
+
+/// The dumps the profile merges, parsed.
+fn parse_dumps(
+    obtained: &Obtained,
+    dir: &Path,
+    local_names: &HashMap<String, String>,
+) -> Result<Vec<HeapDump>> {
+    let mut parsed: Vec<HeapDump> = Vec::new();
+    for d in &obtained.merged {
+        let path = dir.join(&local_names[&d.name]);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        let dump = parse_dump(&text).map_err(|e| Error::HeapDumpInvalid {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        })?;
+        parsed.push(dump);
+    }
+    Ok(parsed)
+}
+
+/// The text report, the folded stacks and the memory flamegraph. Returns the report.
+fn write_profile(
+    target: &HeapTarget,
+    obtained: &Obtained,
+    settings: &HeapSettings,
+    stem: &Stem,
+    profile: &HeapProfile,
+    period: u64,
+    stats: &SymbolizeStats,
+) -> Result<String> {
     let subject = format!(
         "{} (pid {}: {})",
         target.container.name,
@@ -148,7 +203,7 @@ pub(super) async fn analyse(
         sample_period: period,
         symbols: stats.clone(),
     };
-    let report = render_text(&profile, &header, REPORT_ROWS);
+    let report = render_text(profile, &header, REPORT_ROWS);
     write_text(&stem.path("txt"), &report)?;
     write_folded_file(&profile.folded, &stem.path("folded"))?;
     let spec = SvgSpec {
@@ -166,49 +221,96 @@ pub(super) async fn analyse(
             human_bytes(profile.total_bytes),
             Local::now().format("%Y-%m-%d %H:%M:%S")
         )),
-        count_name: "bytes".into(),
+        count_name: store::units::BYTES.into(),
         palette: inferno::flamegraph::color::Palette::Basic(
             inferno::flamegraph::color::BasicPalette::Mem,
         ),
     };
     write_svg_file(&profile.folded, &spec, &stem.path("svg"))?;
-    timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
+    Ok(report)
+}
 
-    let mut manifest = heap_manifest(
-        target,
-        settings,
-        obtained,
-        &profile,
-        &stats,
-        module_records,
-        &local_names,
-        timings.clone(),
-        period,
-    );
-    if let Some(heap) = manifest.heap.as_mut() {
-        heap.window_growth_bytes = window_growth(
+/// A written manifest, its path, and every file of the capture with its size.
+type Listed = (Manifest, PathBuf, Vec<(PathBuf, u64)>);
+
+/// What the analysis made, for the manifest.
+struct Analysed<'a> {
+    dir: &'a Path,
+    local_names: &'a HashMap<String, String>,
+    parsed: &'a [HeapDump],
+    profile: &'a HeapProfile,
+    stats: &'a SymbolizeStats,
+    period: u64,
+}
+
+impl Analysed<'_> {
+    /// The manifest, with the heap over time plotted beside the report, written. Returns
+    /// it, its path and every file of the capture.
+    #[allow(clippy::too_many_arguments)]
+    fn write_manifest(
+        &self,
+        target: &HeapTarget,
+        obtained: &Obtained,
+        settings: &HeapSettings,
+        stem: &Stem,
+        module_records: Vec<ModuleRecord>,
+        timings: BTreeMap<String, u64>,
+        warnings: &[String],
+    ) -> Result<Listed> {
+        let (dir, local_names, parsed) = (self.dir, self.local_names, self.parsed);
+        let (profile, stats, period) = (self.profile, self.stats, self.period);
+        let mut manifest = heap_manifest(
+            target,
+            settings,
             obtained,
-            &dir,
-            &local_names,
-            settings.measure,
-            parsed.last(),
+            profile,
+            stats,
+            module_records,
+            local_names,
+            timings,
+            period,
         );
+        if let Some(heap) = manifest.heap.as_mut() {
+            heap.window_growth_bytes =
+                window_growth(obtained, dir, local_names, settings.measure, parsed.last());
+        }
+        manifest.graphs.push(store::GraphRecord {
+            svg: stem.file_name("svg"),
+            folded: stem.file_name("folded"),
+            view: "unfiltered".into(),
+            unit: store::units::BYTES.into(),
+        });
+        // The heap over time: every dump's total, plotted beside the report.
+        if let Some(heap) = manifest.heap.as_mut() {
+            let on_disk = obtained
+                .collected
+                .iter()
+                .map(|d| (d.name.as_str(), d.mtime, dir.join(&local_names[&d.name])));
+            heap.dump_totals = dump_totals(on_disk, settings.measure);
+        }
+        let plot = plot::heap_over_time(&manifest);
+        if let Some(svg) = &plot {
+            write_text(&stem.path(plot::HEAP_PLOT), svg)?;
+        }
+        if let Some((start, stop)) = obtained.instants {
+            manifest.window_started_at = Some(instant_text(&start));
+            manifest.window_stopped_at = Some(instant_text(&stop));
+            manifest.session = crate::capture::gate::session_name();
+        }
+        let mut files: Vec<(PathBuf, u64)> = obtained
+            .collected
+            .iter()
+            .map(|d| manifest.record_file(dir, &local_names[&d.name]))
+            .collect();
+        files.extend(manifest.record_stem_files(stem, HEAP_EXTENSIONS));
+        if plot.is_some() {
+            files.extend(manifest.record_stem_files(stem, &[plot::HEAP_PLOT]));
+        }
+        manifest.notes.extend(warnings.iter().cloned());
+        let manifest_path = manifest.write(stem)?;
+        files.push((manifest_path.clone(), store::file_size(&manifest_path)));
+        Ok((manifest, manifest_path, files))
     }
-    if let Some((start, stop)) = obtained.instants {
-        manifest.window_started_at = Some(instant_text(&start));
-        manifest.window_stopped_at = Some(instant_text(&stop));
-        manifest.session = crate::capture::gate::session_name();
-    }
-    let mut files: Vec<(PathBuf, u64)> = obtained
-        .collected
-        .iter()
-        .map(|d| manifest.record_file(&dir, &local_names[&d.name]))
-        .collect();
-    files.extend(manifest.record_stem_files(stem, HEAP_EXTENSIONS));
-    manifest.notes.extend(warnings.iter().cloned());
-    let manifest_path = manifest.write(stem)?;
-    files.push((manifest_path.clone(), store::file_size(&manifest_path)));
-    Ok((manifest, manifest_path, files, report))
 }
 
 pub(super) fn write_text(path: &Path, text: &str) -> Result<()> {
@@ -352,6 +454,7 @@ pub(super) fn heap_manifest(
             .map(|s| (s.function.clone(), s.inclusive_bytes))
             .collect(),
         window_growth_bytes: None,
+        dump_totals: Vec::new(),
     };
     Manifest {
         events: vec![format!(

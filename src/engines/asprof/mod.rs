@@ -188,11 +188,13 @@ impl Engine for AsprofEngine {
                 ),
             });
         };
+        let user = format!("{uid}:{gid}");
         let mut notes = Vec::new();
         let (home, upload, version) = match &self.source {
             AsprofSource::Container(home) => {
+                // As the JVM's user, like every other asprof run: nothing of it runs as root.
                 let out = shell
-                    .run(&[&format!("{home}/{ASPROF_BIN}"), "--version"])
+                    .run_as(&user, &[&format!("{home}/{ASPROF_BIN}"), "--version"])
                     .await?;
                 (home.clone(), None, out.stdout.trim().to_string())
             }
@@ -227,7 +229,7 @@ impl Engine for AsprofEngine {
             upload,
             event,
             notes,
-            user: format!("{uid}:{gid}"),
+            user,
             uid,
             gid,
             version,

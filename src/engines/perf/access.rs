@@ -3,7 +3,6 @@
 //! and how to grant it, from the container's facts. Parsers are pure and unit-tested; the
 //! trial runs through a `ContainerShell`.
 
-use super::report::first_error_line;
 use super::tool::PerfTool;
 use crate::docker::probe::{ContainerFacts, CAP_SYS_PTRACE};
 use crate::docker::ContainerShell;
@@ -35,15 +34,8 @@ pub fn parse_stat_csv(text: &str) -> Vec<(String, EventStatus)> {
         .collect()
 }
 
-/// Whether perf's error text is about being denied the syscall.
-pub fn is_permission_error(stderr: &str) -> bool {
-    let s = stderr.to_ascii_lowercase();
-    s.contains("no permission")
-        || s.contains("permission denied")
-        || s.contains("operation not permitted")
-        || s.contains("access to performance monitoring")
-        || s.contains("perf_event_paranoid")
-}
+use crate::text::first_error_line;
+pub use crate::text::is_permission_error;
 
 /// perf could not lock memory for its ring buffer (`Permission error mapping pages`).
 pub fn is_mlock_error(stderr: &str) -> bool {

@@ -9,11 +9,12 @@ mod native;
 pub mod report;
 pub mod tool;
 
+pub use crate::text::first_error_line;
 pub use access::{
     check_access, diagnose_denial, failure, is_mlock_error, is_permission_error, parse_stat_csv,
     Access, Denial, EventStatus,
 };
-pub use report::{first_error_line, parse_record_report, RecordReport};
+pub use report::{parse_record_report, RecordReport};
 pub use tool::{build_option_on, find_perf, major_minor, order_perf_candidates, PerfTool};
 
 use super::{CollectJob, Collected, Engine, RecordCommand, RecordJob, Tool};
@@ -22,7 +23,7 @@ use crate::docker::probe::ContainerFacts;
 use crate::docker::target::ProcInfo;
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
-use crate::profile::folded::fold_perf_script_resolved;
+use crate::profile::perfscript::fold_perf_script_resolved;
 use crate::profile::perfscript::name::frame_names;
 use crate::profile::perfscript::parse::StackLine;
 use crate::profile::perfscript::FrameResolver;
@@ -70,6 +71,10 @@ impl Engine for PerfEngine {
     }
 
     fn recorder_ends_with_target(&self) -> bool {
+        true
+    }
+
+    fn recorder_enables_on_release(&self) -> bool {
         true
     }
 
@@ -153,7 +158,8 @@ impl Engine for PerfEngine {
                     fold.missing_modules.join(", ")
                 )),
                 Err(e) if job.fold == FoldPath::Native => {
-                    job.stem.discard(&["data", "timeline"]);
+                    // The recording stays: the capture keeps it for another try.
+                    let _ = std::fs::remove_file(job.stem.path("timeline"));
                     return Err(e);
                 }
                 Err(e) => notes.push(format!(
@@ -185,29 +191,29 @@ impl Engine for PerfEngine {
         let keep = job.keep_script.then(|| job.stem.path("script"));
         let timeline_path = job.stem.path("timeline");
         let resolver = go_resolver(job.go.as_ref(), job.inline);
+        let clock = crate::profile::perfdata::recording_clock(&job.stem.path("data"))
+            .ok()
+            .flatten();
         let streamed = job
             .shell
             .stream_to(&script_argv, keep, move |reader| {
                 let resolver = resolver.as_ref().map(|r| r as &dyn FrameResolver);
-                fold_with_timeline(reader, &timeline_path, resolver)
+                fold_with_timeline(reader, &timeline_path, resolver, clock.as_ref())
             })
             .await;
         spinner.finish_and_clear();
         timings_ms.push(("fold", started.elapsed().as_millis() as u64));
         let (folded, script_out) = match streamed {
             Ok((folded, out)) if out.success() || !folded.is_empty() => (folded, out),
+            // The recording stays: the capture keeps it for another try.
             Ok((_, out)) => {
-                job.stem.discard(&["data", "script", "timeline"]);
                 return Err(Error::PerfFailed {
                     container: job.shell.container().to_string(),
                     step: "perf script".into(),
                     detail: first_error_line(&out.stderr),
                 });
             }
-            Err(e) => {
-                job.stem.discard(&["data", "script", "timeline"]);
-                return Err(e);
-            }
+            Err(e) => return Err(e),
         };
         let mut raw_files = vec!["data", "timeline"];
         if job.keep_script {
@@ -228,14 +234,19 @@ impl Engine for PerfEngine {
     }
 }
 
-/// Folds `perf script` text and writes its timeline to `path` on the way.
+/// Folds `perf script` text and writes its timeline to `path` on the way, with the
+/// recording's clock when it is known.
 pub fn fold_with_timeline(
     reader: &mut dyn std::io::BufRead,
     path: &Path,
     resolver: Option<&dyn FrameResolver>,
+    clock: Option<&crate::profile::timeline::Clock>,
 ) -> std::io::Result<crate::profile::folded::Folded> {
     let file = std::io::BufWriter::new(std::fs::File::create(path)?);
     let mut timeline = TimelineWriter::new(file)?;
+    if let Some(clock) = clock {
+        timeline.set_clock(clock);
+    }
     let folded = fold_perf_script_resolved(reader, &mut timeline, resolver)?;
     timeline.finish()?;
     Ok(folded)
@@ -304,6 +315,8 @@ fn record_head(ready: &PerfReady, job: &RecordJob) -> Vec<String> {
         "-e".into(),
         ready.access.event.clone(),
     ]);
+    // Sample times on a clock that maps to the engine's log timestamps (markers).
+    argv.extend(ready.perf.clock_args(&[&ready.access.event]));
     argv
 }
 
@@ -358,10 +371,12 @@ pub async fn ensure_data_written(
     Err(failure(&container, "perf record", stderr, &facts))
 }
 
-/// Copies perf.data out of the container as `<stem>.data`.
+/// Copies perf.data out of the container as `<stem>.data`: written as `<stem>.data.part`
+/// and renamed once whole, so that a `.data` in the store is always a whole recording
+/// (kept whatever fails after it) and a cut-off copy is never mistaken for one.
 pub async fn download_data(shell: &Shell, data_in_container: &str, stem: &Stem) -> Result<()> {
     let spinner = progress::spinner("copying perf.data out of the container");
-    let data_name = stem.file_name("data");
+    let data_name = stem.file_name(PARTIAL_DATA);
     let source_name = Path::new(data_in_container)
         .file_name()
         .map(PathBuf::from)
@@ -377,8 +392,20 @@ pub async fn download_data(shell: &Shell, data_in_container: &str, stem: &Stem) 
         )
         .await;
     spinner.finish_and_clear();
-    if downloaded.is_err() {
-        stem.discard(&["data"]);
+    let partial = stem.path(PARTIAL_DATA);
+    let whole = downloaded.and_then(|_| {
+        std::fs::rename(&partial, stem.path("data")).map_err(|e| {
+            Error::io(
+                format!("rename {} to {}", partial.display(), stem.file_name("data")),
+                e,
+            )
+        })
+    });
+    if whole.is_err() {
+        let _ = std::fs::remove_file(&partial);
     }
-    downloaded.map(|_| ())
+    whole
 }
+
+/// A download of perf.data under way.
+const PARTIAL_DATA: &str = "data.part";

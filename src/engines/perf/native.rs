@@ -1,15 +1,19 @@
 //! The native fold of a perf capture: perf.data read by devprof (`profile::perfdata::stacks`),
 //! the files its stacks point into fetched from the container into the store's symbol cache
 //! and named by devprof's symbolizer, kernel frames named from the container's kallsyms.
-//! `perf script` stays the fallback (DWARF call graphs, JIT code, files it cannot fetch).
+//! A DWARF capture's user stacks are unwound with the binaries it mapped, fetched the same
+//! way first. `perf script` stays the fallback (JIT code without a perf map, files it
+//! cannot fetch).
 
 use super::CollectJob;
+use crate::docker::binary::{self, Fetched};
 use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
 use crate::profile::perfdata::stacks::{self, NativeFold, RawProfile, Symbols};
+use crate::profile::perfdata::unwind;
 use crate::profile::timeline::TimelineWriter;
 use crate::settings::{CallGraph, FoldPath};
-use crate::symbols::binary::{self, Fetched, SYMBOL_CACHE};
+use crate::symbols::binary::SYMBOL_CACHE;
 use crate::symbols::kallsyms::Kallsyms;
 use crate::symbols::kernel_cache::{self, KernelIdentity, Source};
 use crate::symbols::module::load_all;
@@ -26,12 +30,14 @@ pub const PERF_SCRIPT: &str = "perf-script";
 const DOUBT_LIMIT: f64 = 0.02;
 
 /// Whether this capture is folded natively first: asked for, or auto on a frame-pointer
-/// capture whose `perf script` text is not wanted anyway.
+/// or DWARF capture whose `perf script` text is not wanted anyway.
 pub fn wanted(job: &CollectJob<'_>) -> bool {
     match job.fold {
         FoldPath::Native => true,
         FoldPath::PerfScript => false,
-        FoldPath::Auto => job.call_graph == CallGraph::FramePointer && !job.keep_script,
+        FoldPath::Auto => {
+            matches!(job.call_graph, CallGraph::FramePointer | CallGraph::Dwarf) && !job.keep_script
+        }
     }
 }
 
@@ -47,6 +53,13 @@ pub fn notes(fold: &NativeFold) -> Vec<String> {
         notes.push(format!(
             "native fold: no symbols for {} (their frames are named by file)",
             fold.missing_modules.join(", ")
+        ));
+    }
+    if fold.unwind_incomplete > 0 {
+        notes.push(format!(
+            "native fold: {} of {} samples have user stacks that could not be unwound to their \
+             first function (folded as far as they go)",
+            fold.unwind_incomplete, fold.samples
         ));
     }
     if fold.jit_samples > 0 {
@@ -142,6 +155,24 @@ async fn parse_and_keep(
     .flatten()
 }
 
+/// Copies `paths` (as the capture names them) out of the container into the store's
+/// symbol cache; the ones that came out, with their local copies.
+async fn fetch_local(job: &CollectJob<'_>, paths: Vec<String>) -> Vec<(String, PathBuf)> {
+    // In a sidecar, the target's files are seen under its /proc/<pid>/root.
+    let root = job.symfs.as_deref().unwrap_or("");
+    let seen: Vec<String> = paths.iter().map(|p| format!("{root}{p}")).collect();
+    let fetched =
+        binary::fetch_cached(job.shell, job.shell.container(), &seen, job.stem.dir()).await;
+    paths
+        .into_iter()
+        .zip(fetched)
+        .filter_map(|(path, f)| match f {
+            Fetched::Local { local, .. } => Some((path, local)),
+            Fetched::Missing | Fetched::Failed(_) => None,
+        })
+        .collect()
+}
+
 /// Folds the downloaded `<stem>.data` natively and writes its timeline.
 pub async fn fold(job: &CollectJob<'_>) -> Result<NativeFold> {
     let spinner = progress::spinner("symbolizing and folding stacks (native)");
@@ -153,10 +184,34 @@ pub async fn fold(job: &CollectJob<'_>) -> Result<NativeFold> {
 async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
     let data = job.stem.path("data");
     let read_path = data.clone();
-    let raw = tokio::task::spawn_blocking(move || stacks::read(&read_path, true))
-        .await
-        .map_err(|e| Error::io("read perf.data", std::io::Error::other(e)))?
-        .map_err(|e| Error::io(format!("read {}", data.display()), e))?;
+    let dwarf = job.call_graph == CallGraph::Dwarf;
+    // A DWARF capture is unwound with every binary it mapped: they come out first.
+    let mut binaries: Vec<(String, PathBuf)> = Vec::new();
+    if dwarf {
+        let listed = data.clone();
+        let mapped = tokio::task::spawn_blocking(move || stacks::mapped_files(&listed))
+            .await
+            .map_err(|e| Error::io("read perf.data", std::io::Error::other(e)))?
+            .map_err(|e| Error::io(format!("read {}", data.display()), e))?;
+        binaries = fetch_local(job, mapped).await;
+    }
+    let raw = tokio::task::spawn_blocking(move || {
+        if !dwarf {
+            return stacks::read(&read_path, true);
+        }
+        let vdso = unwind::own_vdso();
+        let open = |path: &str| -> Option<stacks::Image> {
+            if path == "[vdso]" {
+                return vdso.clone().map(stacks::Image::Owned);
+            }
+            let (_, local) = binaries.iter().find(|(p, _)| p == path)?;
+            stacks::Image::map(local).ok()
+        };
+        stacks::read_unwound(&read_path, true, &open)
+    })
+    .await
+    .map_err(|e| Error::io("read perf.data", std::io::Error::other(e)))?
+    .map_err(|e| Error::io(format!("read {}", data.display()), e))?;
 
     let paths = raw.files_used();
     let kernel = raw.has_kernel_frames();
@@ -185,6 +240,9 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
         .collect();
     let timeline = job.stem.path("timeline");
     let inline = job.inline;
+    let clock = crate::profile::perfdata::recording_clock(&job.stem.path("data"))
+        .ok()
+        .flatten();
     tokio::task::spawn_blocking(move || -> std::io::Result<NativeFold> {
         let mut symbols = Symbols {
             kernel: kallsyms,
@@ -193,6 +251,9 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
         symbols.modules.extend(load_all(locals, inline).modules);
         let file = std::io::BufWriter::new(std::fs::File::create(&timeline)?);
         let mut writer = TimelineWriter::new(file)?;
+        if let Some(clock) = &clock {
+            writer.set_clock(clock);
+        }
         let fold = stacks::fold(&raw, &symbols, inline, Some(&mut writer));
         writer.finish()?;
         Ok(fold)

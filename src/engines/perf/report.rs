@@ -1,23 +1,4 @@
-//! What perf printed: the summary line of `perf record`, lost chunks, and the most telling
-//! line of an error.
-
-use super::access::is_permission_error;
-
-/// The most telling line of perf's error output.
-pub fn first_error_line(stderr: &str) -> String {
-    let lines: Vec<&str> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    lines
-        .iter()
-        .find(|l| l.to_ascii_lowercase().starts_with("error"))
-        .or_else(|| lines.iter().find(|l| is_permission_error(l)))
-        .or(lines.first())
-        .map(|l| l.to_string())
-        .unwrap_or_else(|| "no error output".to_string())
-}
+//! What perf printed: the summary line of `perf record` and lost chunks.
 
 /// What `perf record` said when it finished.
 #[derive(Debug, Clone, Default, PartialEq)]

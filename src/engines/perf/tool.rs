@@ -1,18 +1,28 @@
 //! Finding a perf that runs in the container: versioned `perf_X.Y` binaries matched to the
 //! kernel, the version it reports, and whether it was built with zstd (`-z`).
 
-use crate::docker::probe::ContainerFacts;
+use crate::docker::probe::{is_perf_path, ContainerFacts};
 use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
+
+/// The kernel version a perf binary is built for, from its name (`perf_6.1`) or from
+/// Ubuntu's linux-tools directory it lies in (`/usr/lib/linux-tools-6.8.0-31/perf`,
+/// `/usr/lib/linux-tools/6.8.0-31-generic/perf`).
+fn version_of(path: &str) -> Option<(u32, u32)> {
+    let (dir, name) = path.rsplit_once('/')?;
+    if let Some(version) = name.strip_prefix("perf_") {
+        return major_minor(version);
+    }
+    let dir_version = dir
+        .strip_prefix("/usr/lib/linux-tools-")
+        .or_else(|| dir.strip_prefix("/usr/lib/linux-tools/"))?;
+    major_minor(dir_version)
+}
 
 /// Orders perf binaries by preference: the versioned one matching the kernel
 /// (`perf_6.1` on 6.1.x), other versioned ones newest first, then plain `perf`.
 pub fn order_perf_candidates(candidates: &[String], kernel: &str) -> Vec<String> {
     let kernel_mm: Option<(u32, u32)> = major_minor(kernel);
-    let version_of = |path: &str| -> Option<(u32, u32)> {
-        let name = path.rsplit('/').next()?;
-        major_minor(name.strip_prefix("perf_")?)
-    };
     let mut ordered: Vec<(u8, (u32, u32), String)> = candidates
         .iter()
         .map(|c| match version_of(c) {
@@ -65,10 +75,62 @@ impl PerfTool {
     }
 }
 
+/// Software events: the only ones the kernel lets perf stamp with CLOCK_REALTIME (their
+/// PMU may not fire in NMI context). Hardware events fire in NMI context and tracepoints'
+/// PMU does not promise otherwise, so perf_event_open refuses CLOCK_REALTIME for them
+/// (perf: "wrong clockid (0)"); they take CLOCK_MONOTONIC, which is NMI-safe.
+const SOFTWARE_EVENTS: &[&str] = &[
+    "cpu-clock",
+    "task-clock",
+    "page-faults",
+    "faults",
+    "minor-faults",
+    "major-faults",
+    "context-switches",
+    "cs",
+    "cpu-migrations",
+    "migrations",
+    "alignment-faults",
+    "emulation-faults",
+    "dummy",
+    "bpf-output",
+];
+/// Whether `event` is a software event (with or without modifiers: `cpu-clock:u`).
+pub fn is_software_event(event: &str) -> bool {
+    SOFTWARE_EVENTS.contains(&event.split(':').next().unwrap_or(event))
+}
+
+impl PerfTool {
+    /// `-k CLOCK`: stamp samples on a clock that maps to the Docker engine's log
+    /// timestamps. CLOCK_REALTIME when every event is a software event (the samples are then
+    /// on the log timestamps' own clock); CLOCK_MONOTONIC otherwise (tracepoints, hardware), mapped to the wall
+    /// clock by the offset perf measures when it starts (perf.data's CLOCK_DATA). perf
+    /// older than 4.1 has no `-k`: its samples keep perf's clock and cannot be placed
+    /// against log lines.
+    pub fn clock_args<S: AsRef<str>>(&self, events: &[S]) -> Vec<String> {
+        if major_minor(&self.version).is_none_or(|v| v < (4, 1)) {
+            return Vec::new();
+        }
+        let clock = if events.iter().all(|e| is_software_event(e.as_ref())) {
+            "CLOCK_REALTIME"
+        } else {
+            "CLOCK_MONOTONIC"
+        };
+        vec!["-k".into(), clock.into()]
+    }
+}
+
 /// Finds a working perf: the first candidate, in preference order, whose `--version` runs.
-/// Debian's old `perf` wrapper, for one, fails when no perf matches the kernel.
+/// Debian's old `perf` wrapper, for one, fails when no perf matches the kernel. Only paths
+/// in root's own directories are ever run (the probe found them there, owned by root).
 pub async fn find_perf<S: ContainerShell>(shell: &S, facts: &ContainerFacts) -> Result<PerfTool> {
-    for path in order_perf_candidates(&facts.perf_candidates, &facts.kernel) {
+    let candidates: Vec<String> = facts
+        .perf_candidates
+        .iter()
+        .filter(|p| is_perf_path(p))
+        .cloned()
+        .collect();
+    for path in order_perf_candidates(&candidates, &facts.kernel) {
         let out = shell.run(&[&path, "--version"]).await?;
         if !out.success() {
             continue;
@@ -102,6 +164,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn realtime_stamps_only_events_the_kernel_allows_it_for() {
+        let perf = PerfTool {
+            path: "perf".into(),
+            version: "6.1.187".into(),
+            supports_zstd: true,
+        };
+        assert_eq!(perf.clock_args(&["cpu-clock"]), ["-k", "CLOCK_REALTIME"]);
+        assert_eq!(
+            perf.clock_args(&["context-switches", "page-faults:u"]),
+            ["-k", "CLOCK_REALTIME"]
+        );
+        // The kernel refuses CLOCK_REALTIME for tracepoints ("wrong clockid (0)").
+        assert_eq!(
+            perf.clock_args(&["sched:sched_switch", "cs"]),
+            ["-k", "CLOCK_MONOTONIC"]
+        );
+        assert_eq!(perf.clock_args(&["cycles"]), ["-k", "CLOCK_MONOTONIC"]);
+        assert_eq!(perf.clock_args(&["cycles:u"]), ["-k", "CLOCK_MONOTONIC"]);
+        assert_eq!(
+            perf.clock_args(&["cpu/event=0x3c/"]),
+            ["-k", "CLOCK_MONOTONIC"]
+        );
+        let old = PerfTool {
+            version: "3.16.7".into(),
+            ..perf
+        };
+        assert!(old.clock_args(&["cpu-clock"]).is_empty());
+    }
+
+    #[test]
     fn prefers_the_perf_matching_the_kernel() {
         let c: Vec<String> = [
             "/usr/bin/perf",
@@ -124,6 +216,57 @@ mod tests {
         assert_eq!(
             order_perf_candidates(&c[..1], "6.18.44"),
             vec!["/usr/bin/perf"]
+        );
+        // Ubuntu's perf, named by its linux-tools directory.
+        let ubuntu: Vec<String> = [
+            "/usr/bin/perf",
+            "/usr/lib/linux-tools/6.5.0-9-generic/perf",
+            "/usr/lib/linux-tools-6.8.0-31/perf",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            order_perf_candidates(&ubuntu, "6.8.0-31-generic")[0],
+            "/usr/lib/linux-tools-6.8.0-31/perf"
+        );
+    }
+
+    /// A shell whose every command "succeeds" as perf would, recording what ran.
+    struct Recording(std::sync::Mutex<Vec<String>>);
+
+    impl ContainerShell for Recording {
+        fn container(&self) -> &str {
+            "c"
+        }
+        async fn run(&self, argv: &[&str]) -> Result<crate::docker::ExecOutput> {
+            self.0.lock().unwrap().push(argv.join(" "));
+            Ok(crate::docker::ExecOutput {
+                stdout: "perf version 6.18.0\n".into(),
+                stderr: String::new(),
+                exit_code: Some(0),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn find_perf_never_runs_a_path_outside_roots_directories() {
+        let shell = Recording(Default::default());
+        let facts = ContainerFacts {
+            kernel: "6.18.44".into(),
+            perf_candidates: vec![
+                "/tmp/p/perf_6.18".into(),
+                "/proc/1/root/tmp/p/perf_6.18".into(),
+                "/usr/bin/perf".into(),
+            ],
+            ..Default::default()
+        };
+        let tool = find_perf(&shell, &facts).await.unwrap();
+        assert_eq!(tool.path, "/usr/bin/perf");
+        let ran = shell.0.lock().unwrap();
+        assert!(
+            ran.iter().all(|r| r.starts_with("/usr/bin/perf ")),
+            "{ran:?}"
         );
     }
 }

@@ -5,7 +5,7 @@
 //! namespace. Its raw output is folded stacks, folded here into devprof's.
 
 use super::{CollectJob, Collected, Engine, RecordCommand, RecordJob, Tool};
-use crate::docker::probe::ContainerFacts;
+use crate::docker::probe::{ContainerFacts, TRUSTED_FN};
 use crate::docker::target::ProcInfo;
 use crate::docker::{ContainerShell, Shell};
 use crate::engines::perf::{first_error_line, is_permission_error};
@@ -33,9 +33,13 @@ pub struct PySpyReady {
 
 const OUTPUT_NAME: &str = "pyspy.txt";
 
-/// Where py-spy is looked for besides PATH (pip installs it into /usr/local/bin).
-const LOCATIONS: &str =
-    "command -v py-spy || ls /usr/local/bin/py-spy /root/.local/bin/py-spy 2>/dev/null | head -n 1";
+/// Where py-spy is looked for besides PATH (pip installs it into /usr/local/bin); it runs
+/// as root, so only a file root alone may change is taken (`trusted`).
+const LOCATIONS: &str = r#"
+for f in "$(command -v py-spy 2>/dev/null)" /usr/local/bin/py-spy /root/.local/bin/py-spy; do
+  [ -n "$f" ] && r=$(trusted "$f") && [ -x "$r" ] && { printf '%s\n' "$f"; exit 0; }
+done
+"#;
 
 impl Engine for PySpyEngine {
     type Ready = PySpyReady;
@@ -51,7 +55,7 @@ impl Engine for PySpyEngine {
         process: &'a ProcInfo,
     ) -> Result<PySpyReady> {
         let container = shell.container().to_string();
-        let found = shell.sh(LOCATIONS).await?;
+        let found = shell.sh(&format!("{TRUSTED_FN}{LOCATIONS}")).await?;
         let path = found.stdout.lines().next().unwrap_or("").trim().to_string();
         let version = if path.is_empty() {
             None
@@ -138,7 +142,7 @@ impl Engine for PySpyEngine {
         }
         if self.native {
             notes.push(
-                "--native: py-spy pauses the process for each sample to unwind its native stack"
+                "--native-frames: py-spy pauses the process for each sample to unwind its native stack"
                     .into(),
             );
         }

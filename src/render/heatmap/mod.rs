@@ -9,7 +9,13 @@
 //! and base64-encoded; the page inflates them with the browser's own DecompressionStream.
 //! Stacks are a call tree (`parent`, `frame` per node, parents before children), so a
 //! range's flamegraph is one pass over its cells and one over the tree.
+//!
+//! Markers (the capture's `.markers`, placed through the timeline's clock) are a row of
+//! ticks above the cells; clicking one selects its interval exactly, not to the nearest
+//! cell: every entry also carries its segment, the number of interval bounds at or before
+//! its samples, so an interval is a range of segments.
 
+use crate::profile::markers::{intervals, Markers};
 use crate::profile::timeline::{put_varint, read_records, Record};
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -34,19 +40,73 @@ pub struct HeatmapData {
     pub frame: Vec<i64>,
     /// (tid, thread name) per thread id.
     pub threads: Vec<(u32, String)>,
-    /// Weight per (cell, thread, node), in order.
-    pub cells: BTreeMap<(u64, u32, u32), u64>,
+    /// Weight per (cell, segment, thread, node), in order.
+    pub cells: BTreeMap<(u64, u32, u32, u32), u64>,
     pub samples: u64,
+    /// The markers the page shows, and why there are none when a markers file exists.
+    pub markers: Vec<PageMarker>,
+    pub marker_note: Option<String>,
+}
+
+/// A marker as the page draws it: times in ms after the first sample.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PageMarker {
+    pub t: f64,
+    pub start: f64,
+    pub label: String,
+    pub line: String,
+    /// Its interval's samples are those of segments `seg.0 ..= seg.1`.
+    pub seg: (u32, u32),
+}
+
+/// Interval bounds on the timeline's clock, sorted, and the page's markers before placing.
+struct Bounds {
+    sorted: Vec<i64>,
+    /// (marker, start, end) on the timeline's clock.
+    spans: Vec<(usize, i64, i64)>,
+}
+
+impl Bounds {
+    fn new(markers: &Markers, to_unix_ns: i64) -> Bounds {
+        let spans: Vec<(usize, i64, i64)> =
+            intervals(&markers.markers, None, markers.header.since_ns)
+                .iter()
+                .map(|i| {
+                    (
+                        i.marker,
+                        i.start_ns.saturating_sub(to_unix_ns),
+                        i.end_ns.saturating_sub(to_unix_ns),
+                    )
+                })
+                .collect();
+        let mut sorted: Vec<i64> = spans.iter().flat_map(|(_, a, b)| [*a, *b]).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        Bounds { sorted, spans }
+    }
+
+    /// The segment of a sample at `t`: how many bounds are at or before it.
+    fn segment(&self, t: i64) -> u32 {
+        self.sorted.partition_point(|b| *b <= t) as u32
+    }
+
+    fn position(&self, b: i64) -> u32 {
+        self.sorted.partition_point(|x| *x < b) as u32
+    }
 }
 
 impl HeatmapData {
-    /// Reads a timeline (zstd bytes), streaming, merging samples per cell, thread and stack.
-    pub fn from_timeline<R: Read>(reader: R) -> io::Result<HeatmapData> {
+    /// Reads a timeline (zstd bytes), streaming, merging samples per cell, segment, thread
+    /// and stack; `markers` are placed through the timeline's clock record.
+    pub fn from_timeline<R: Read>(reader: R, markers: Option<&Markers>) -> io::Result<HeatmapData> {
         let mut data = HeatmapData {
             parent: vec![0],
             frame: vec![-1],
             ..Default::default()
         };
+        let mut to_unix: Option<i64> = None;
+        let mut bounds: Option<Bounds> = None;
+        let mut clock_late = false;
         let mut frame_ids: HashMap<String, i64> = HashMap::new();
         let mut children: HashMap<(u32, i64), u32> = HashMap::new();
         let mut leaf_of: Vec<u32> = Vec::new();
@@ -73,25 +133,60 @@ impl HeatmapData {
                 leaf_of.push(node);
             }
             Record::Thread(t) => data.threads.push((t.tid, t.comm)),
+            Record::Clock(c) => {
+                clock_late = first.is_some();
+                to_unix = Some(c.to_unix_ns);
+            }
             Record::Sample(s) => {
                 let t0 = *first.get_or_insert(s.time_ns);
+                if bounds.is_none() {
+                    if let (Some(m), Some(offset)) = (markers, to_unix) {
+                        bounds = Some(Bounds::new(m, offset));
+                    }
+                }
                 let cell = s.time_ns.saturating_sub(t0) / CELL_NS;
+                let segment = bounds.as_ref().map_or(0, |b| b.segment(s.time_ns as i64));
                 *data
                     .cells
-                    .entry((cell, s.thread, leaf_of[s.stack as usize]))
+                    .entry((cell, segment, s.thread, leaf_of[s.stack as usize]))
                     .or_default() += s.weight;
                 data.samples += s.weight;
             }
         })?;
+        if let Some(m) = markers {
+            match (&bounds, first) {
+                (Some(b), Some(t0)) if !clock_late => {
+                    let ms = |t: i64| (t - t0 as i64) as f64 / 1e6;
+                    data.markers = b
+                        .spans
+                        .iter()
+                        .map(|(i, start, end)| PageMarker {
+                            t: ms(*end),
+                            start: ms(*start),
+                            label: m.markers[*i].label(),
+                            line: m.markers[*i].line.clone(),
+                            seg: (b.position(*start) + 1, b.position(*end)),
+                        })
+                        .collect();
+                }
+                _ if m.markers.is_empty() => {}
+                _ => {
+                    data.marker_note = Some(
+                        "the timeline does not say which clock its samples are on (a capture made before devprof recorded it): markers cannot be placed".into(),
+                    )
+                }
+            }
+        }
         Ok(data)
     }
 
     /// The cells as the page reads them: varints, gzipped.
     fn packed(&self) -> io::Result<Vec<u8>> {
-        let mut raw = Vec::with_capacity(self.cells.len() * 5);
+        let mut raw = Vec::with_capacity(self.cells.len() * 6);
         let mut last_cell = 0;
-        for ((cell, thread, node), weight) in &self.cells {
+        for ((cell, segment, thread, node), weight) in &self.cells {
             put_varint(&mut raw, cell - last_cell);
+            put_varint(&mut raw, u64::from(*segment));
             put_varint(&mut raw, u64::from(*thread));
             put_varint(&mut raw, u64::from(*node));
             put_varint(&mut raw, *weight);
@@ -116,9 +211,12 @@ pub fn heatmap_html(data: &HeatmapData, title: &str, unit: &str) -> io::Result<S
         "parent": data.parent,
         "frame": data.frame,
         "packed": base64(&data.packed()?),
+        "markers": data.markers,
+        "markerNote": data.marker_note,
     });
-    // `</` cannot appear inside a script element.
-    let meta = meta.to_string().replace("</", "<\\/");
+    // No `<` at all inside the script element (`</script>` would end it): JSON spells it
+    // `\u003c`, and only strings hold one.
+    let meta = meta.to_string().replace('<', "\\u003c");
     Ok(PAGE
         .replace("{{TITLE}}", &html_escape(title))
         .replace("{{DATA}}", &meta)
@@ -180,20 +278,76 @@ mod tests {
         for (ms, stack) in [(0, 0), (5, 0), (19, 1), (20, 0), (1000, 1)] {
             w.sample(&at(ms), stack);
         }
-        let data = HeatmapData::from_timeline(&w.finish().unwrap()[..]).unwrap();
+        let data = HeatmapData::from_timeline(&w.finish().unwrap()[..], None).unwrap();
         assert_eq!(data.frames, vec!["a", "main", "f", "g"]);
         assert_eq!(data.parent, vec![0, 0, 1, 2, 2]);
         let cells: Vec<_> = data.cells.iter().map(|(k, v)| (*k, *v)).collect();
         assert_eq!(
             cells,
             vec![
-                ((0, 0, 3), 2),
-                ((0, 0, 4), 1),
-                ((1, 0, 3), 1),
-                ((50, 0, 4), 1)
+                ((0, 0, 0, 3), 2),
+                ((0, 0, 0, 4), 1),
+                ((1, 0, 0, 3), 1),
+                ((50, 0, 0, 4), 1)
             ]
         );
         let page = heatmap_html(&data, "t </script>", "samples").unwrap();
         assert!(!page.contains("t </script>") && page.contains("DecompressionStream"));
+    }
+
+    #[test]
+    fn a_markers_interval_is_a_range_of_segments() {
+        use crate::profile::markers::{Header, Marker};
+        use crate::profile::timeline::Clock;
+        let mut w = TimelineWriter::new(Vec::new()).unwrap();
+        let offset = 1_000_000_000_000_000_000i64;
+        w.set_clock(&Clock {
+            name: "CLOCK_MONOTONIC".into(),
+            to_unix_ns: offset,
+            error_ns: 1000,
+        });
+        w.new_stack(0, "a;main;f");
+        for ms in [0u64, 10, 20, 30, 40, 50] {
+            w.sample(
+                &SampleMeta {
+                    time_ns: Some(ms * 1_000_000),
+                    pid: Some(1),
+                    tid: 2,
+                    comm: "a",
+                    weight: 1,
+                },
+                0,
+            );
+        }
+        let marker = |ms: i64, elapsed_ms: u64| Marker {
+            time_ns: offset + ms * 1_000_000,
+            name: "block".into(),
+            set: "reth".into(),
+            number: Some(ms as u64),
+            elapsed_ns: Some(elapsed_ms * 1_000_000),
+            hash: None,
+            slot: None,
+            line: format!("<b>block {ms}</b>"),
+        };
+        let markers = Markers::new(Header::default(), vec![marker(25, 20), marker(45, 10)]);
+        let data = HeatmapData::from_timeline(&w.finish().unwrap()[..], Some(&markers)).unwrap();
+        assert_eq!(data.markers.len(), 2);
+        // Block 25 is [5, 25) ms: samples at 10 and 20 ms.
+        let in_range = |(a, b): (u32, u32)| -> u64 {
+            data.cells
+                .iter()
+                .filter(|((_, s, _, _), _)| *s >= a && *s <= b)
+                .map(|(_, w)| *w)
+                .sum()
+        };
+        assert_eq!((data.markers[0].start, data.markers[0].t), (5.0, 25.0));
+        assert_eq!(in_range(data.markers[0].seg), 2);
+        // Block 45 is [35, 45) ms: the sample at 40 ms.
+        assert_eq!(in_range(data.markers[1].seg), 1);
+        let page = heatmap_html(&data, "t", "samples").unwrap();
+        assert!(
+            !page.contains("<b>block"),
+            "log text is escaped in the page"
+        );
     }
 }

@@ -13,7 +13,7 @@
   const children = Array.from({ length: nodes }, () => []);
   for (let i = 1; i < nodes; i++) children[parent[i]].push(i);
   for (const list of children) list.sort((a, b) => (meta.frames[frame[a]] < meta.frames[frame[b]] ? -1 : 1));
-  let cell, thread, node, weight, count = 0, cellCount = 0;
+  let cell, segment, thread, node, weight, count = 0, cellCount = 0;
   let thread_filter = -1, selection = null, zoom = 0, searchRe = null, totals = null;
   const heat = document.getElementById("heatmap"), flame = document.getElementById("flame");
   const status = document.getElementById("status"), rangeText = document.getElementById("range");
@@ -25,9 +25,9 @@
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     const raw = new Uint8Array(await new Response(stream).arrayBuffer());
-    // Four varints per entry; at most raw.length / 4 entries.
-    const cap = Math.ceil(raw.length / 4);
-    cell = new Uint32Array(cap); thread = new Uint32Array(cap);
+    // Five varints per entry; at most raw.length / 5 entries.
+    const cap = Math.ceil(raw.length / 5);
+    cell = new Uint32Array(cap); segment = new Uint32Array(cap); thread = new Uint32Array(cap);
     node = new Uint32Array(cap); weight = new Float64Array(cap);
     let at = 0, c = 0;
     function varint() {
@@ -37,7 +37,7 @@
     }
     while (at < raw.length) {
       c += varint();
-      cell[count] = c; thread[count] = varint(); node[count] = varint(); weight[count] = varint();
+      cell[count] = c; segment[count] = varint(); thread[count] = varint(); node[count] = varint(); weight[count] = varint();
       count++;
     }
     cellCount = count ? cell[count - 1] + 1 : 0;
@@ -90,9 +90,29 @@
 
   const secs = (c) => (c * CELL_MS / 1000).toFixed(2).replace(/0$/, "");
 
+  // A marker's selection: its segments, and the cells it covers for the highlight.
+  let markerSel = null;
+
+  function selectMarker(i, updateUrl) {
+    const m = meta.markers[i];
+    if (!m) return;
+    const started = performance.now();
+    markerSel = i;
+    selection = [Math.max(0, Math.floor(m.start / CELL_MS)), Math.max(1, Math.ceil(m.t / CELL_MS))];
+    zoom = 0;
+    if (updateUrl) history.replaceState(null, "", `#m=${i}`);
+    for (const el of markersRow.children) el.classList.toggle("selected", Number(el.dataset.i) === i);
+    details.textContent = m.line;
+    drawHeatmap();
+    computeTotals();
+    drawFlame();
+    body.dataset.selectMs = (performance.now() - started).toFixed(1);
+  }
+
   function select(a, b, updateUrl) {
     const started = performance.now();
-    selection = [a, b]; zoom = 0;
+    selection = [a, b]; zoom = 0; markerSel = null;
+    for (const el of markersRow.children) el.classList.remove("selected");
     if (updateUrl) history.replaceState(null, "", `#t=${secs(a)}-${secs(b)}`);
     drawHeatmap();
     computeTotals();
@@ -104,8 +124,10 @@
   function computeTotals() {
     totals = new Float64Array(nodes);
     const [a, b] = selection;
+    const m = markerSel === null ? null : meta.markers[markerSel];
     for (let i = 0; i < count; i++) {
-      if (cell[i] < a || cell[i] >= b) continue;
+      if (m) { if (segment[i] < m.seg[0] || segment[i] > m.seg[1]) continue; }
+      else if (cell[i] < a || cell[i] >= b) continue;
       if (thread_filter >= 0 && thread[i] !== thread_filter) continue;
       totals[node[i]] += weight[i];
     }
@@ -113,8 +135,32 @@
     for (let i = nodes - 1; i > 0; i--) totals[parent[i]] += totals[i];
     const total = totals[0];
     flameBox.dataset.total = String(total);
-    flameBox.dataset.range = `${secs(a)}-${secs(b)}`;
-    rangeText.textContent = `range ${secs(a)}–${secs(b)} s: ${total} ${meta.unit}`;
+    if (m) {
+      flameBox.dataset.range = `m${markerSel}`;
+      rangeText.textContent = `${m.label}: ${(m.start / 1000).toFixed(3)}–${(m.t / 1000).toFixed(3)} s, ${total} ${meta.unit}`;
+    } else {
+      flameBox.dataset.range = `${secs(a)}-${secs(b)}`;
+      rangeText.textContent = `range ${secs(a)}–${secs(b)} s: ${total} ${meta.unit}`;
+    }
+  }
+
+  // The markers row: one tick per marker at its time, as wide as the heatmap.
+  const markersRow = document.getElementById("markers");
+  function drawMarkers() {
+    markersRow.textContent = "";
+    markersRow.style.width = `${heat.width}px`;
+    (meta.markers || []).forEach((m, i) => {
+      const tick = document.createElement("span");
+      tick.className = "marker";
+      tick.dataset.i = String(i);
+      tick.style.left = `${Math.max(0, (m.t / 1000) * CELL_PX - 1)}px`;
+      tick.title = m.line;
+      tick.addEventListener("mouseenter", () => { details.textContent = `${m.label}\n${m.line}`; });
+      tick.addEventListener("click", (ev) => { ev.stopPropagation(); selectMarker(i, true); });
+      markersRow.appendChild(tick);
+    });
+    markersRow.dataset.count = String((meta.markers || []).length);
+    if (meta.markerNote) document.getElementById("marker-note").textContent = meta.markerNote;
   }
 
   function colour(name, matched) {
@@ -205,6 +251,8 @@
   });
 
   function fromHash() {
+    const mk = /^#m=([0-9]+)$/.exec(location.hash);
+    if (mk && meta.markers && meta.markers[Number(mk[1])]) { selectMarker(Number(mk[1]), false); return true; }
     const m = /^#t=([0-9.]+)-([0-9.]+)$/.exec(location.hash);
     if (!m) return false;
     const a = Math.round(parseFloat(m[1]) * 1000 / CELL_MS), b = Math.round(parseFloat(m[2]) * 1000 / CELL_MS);
@@ -216,6 +264,7 @@
 
   decode().then(() => {
     drawHeatmap();
+    drawMarkers();
     if (!fromHash()) select(0, cellCount, false);
     // For the benchmark: from navigation start to the first heatmap and flamegraph.
     body.dataset.loadMs = performance.now().toFixed(1);

@@ -2,11 +2,11 @@
 //! (its path and version), and the program has symbols, debug info and frame pointers,
 //! read from its ELF sections after copying it out.
 
+use crate::docker::binary;
 use crate::docker::probe::ContainerFacts;
 use crate::docker::{ContainerShell, Docker};
 use crate::engines::perf;
 use crate::error::{Error, Result};
-use crate::symbols::binary;
 use crate::symbols::elf::{ElfReport, FpVerdict};
 
 /// The post-build check.
@@ -116,7 +116,7 @@ pub async fn check_image(docker: &Docker, image: &str, binary: Option<&str>) -> 
         let facts = ContainerFacts::probe(&shell).await?;
         let perf = match perf::find_perf(&shell, &facts).await {
             Ok(tool) => Ok((tool.path, tool.version)),
-            Err(Error::PerfMissing { .. }) => Err("no perf on PATH or in /usr/bin".to_string()),
+            Err(Error::PerfMissing { .. }) => Err(format!("no {}", crate::error::PERF_SEARCH)),
             Err(e) => Err(e.to_string()),
         };
         let program = match binary {
@@ -200,6 +200,7 @@ mod tests {
                 basis: "the .eh_frame entries".into(),
             },
             jemalloc: Jemalloc::None,
+            go_tables: false,
         }
     }
 
@@ -227,7 +228,7 @@ mod tests {
     #[test]
     fn a_source_build_needs_symbols_debuginfo_frame_pointers_and_perf() {
         let check = ImageCheck {
-            perf: Err("no perf on PATH or in /usr/bin".into()),
+            perf: Err(format!("no {}", crate::error::PERF_SEARCH)),
             binary: Some(("/usr/local/bin/node".into(), Ok(stripped_bash()))),
             binary_required: true,
         };
@@ -239,10 +240,10 @@ mod tests {
         assert_eq!(
             problems,
             vec![
-                "perf does not run: no perf on PATH or in /usr/bin",
-                "/usr/local/bin/node has no symbols",
-                "/usr/local/bin/node has no debug info",
-                "/usr/local/bin/node has no frame pointers",
+                format!("perf does not run: no {}", crate::error::PERF_SEARCH),
+                "/usr/local/bin/node has no symbols".to_string(),
+                "/usr/local/bin/node has no debug info".to_string(),
+                "/usr/local/bin/node has no frame pointers".to_string(),
             ]
         );
     }

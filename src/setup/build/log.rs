@@ -2,6 +2,7 @@
 //! build ...`), the output of the current step (kept for the failure report), and the
 //! image id. Pure: text in, state out.
 
+use crate::text::strip_ansi;
 use std::collections::VecDeque;
 
 /// Lines of the failing step's output kept for the error message.
@@ -85,27 +86,6 @@ impl BuildLog {
         }
         lines
     }
-}
-
-/// Drops terminal colour sequences (`ESC [ ... m`) that tools print even into logs.
-pub fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                for c in chars.by_ref() {
-                    if c.is_ascii_alphabetic() {
-                        break;
-                    }
-                }
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -161,7 +161,9 @@ pub fn make_override(
                 "{name}: {TRACEFS} is already mounted; left as it is"
             ));
         } else {
-            volumes.push(Value::from(format!("{TRACEFS}:{TRACEFS}")));
+            // Read-only: perf only reads event ids and formats; a writable tracefs would
+            // let the container's root turn tracing on and off for the whole host.
+            volumes.push(Value::from(format!("{TRACEFS}:{TRACEFS}:ro")));
         }
         if service.mount_targets.iter().any(|t| t == PROFILING_DIR) {
             notes.push(format!(
@@ -447,9 +449,10 @@ mod tests {
             serde_yaml::from_str::<Value>("[PERFMON, SYS_PTRACE, SYSLOG]").unwrap()
         );
         assert_eq!(node["security_opt"][0], "seccomp=unconfined");
+        // Regression: the host's tracefs was mounted read-write.
         assert_eq!(
             node["volumes"][0],
-            "/sys/kernel/tracing:/sys/kernel/tracing"
+            "/sys/kernel/tracing:/sys/kernel/tracing:ro"
         );
         assert_eq!(node["volumes"][1], "devprof-profiling:/profiling");
         assert!(node.get("environment").is_none(), "no --heap");

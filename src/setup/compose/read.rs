@@ -338,7 +338,16 @@ pub(super) mod tests {
         let names: Vec<&str> = file.services.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
-            vec!["demo-seq", "demo-rpc", "demo-jvm", "demo-js", "demo-py", "demo-go"]
+            vec![
+                "demo-seq",
+                "demo-rpc",
+                "demo-blocks",
+                "demo-jvm",
+                "demo-js",
+                "demo-py",
+                "demo-go",
+                "demo-hostile"
+            ]
         );
         let seq = &file.services[0];
         assert_eq!(
@@ -353,7 +362,10 @@ pub(super) mod tests {
         assert_eq!(seq.environment["DEMO_LOCK_THREADS"], "8");
         assert!(seq.environment["_RJEM_MALLOC_CONF"].contains("lg_prof_interval:-1"));
         assert!(seq.mount_targets.contains(&"/profiling".to_string()));
-        assert_eq!(file.volumes, vec!["profiling", "seq-data", "rpc-data"]);
+        assert_eq!(
+            file.volumes,
+            vec!["profiling", "seq-data", "rpc-data", "hostile-markers"]
+        );
         assert_eq!(file.version, None);
     }
 }

@@ -4,7 +4,8 @@
 
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{ContainerInfo, ProcInfo};
-use crate::docker::{ContainerConfig, EngineVersion};
+use crate::docker::wire::{records, Once};
+use crate::docker::{ContainerConfig, EndpointVersion};
 use crate::engines::perf::PerfTool;
 use crate::runtime::facts::{process_script, ProcessFacts};
 use crate::symbols::elf::ElfReport;
@@ -35,10 +36,20 @@ impl ProcessExtras {
             process: ProcessFacts::parse(text),
             ..Default::default()
         };
-        for line in text.lines() {
-            match line.split_once('\t') {
-                Some(("tracefs", value)) => extras.tracefs = Some(value.trim().to_string()),
-                Some(("kallsyms", value)) => extras.kallsyms_address = value.trim().to_string(),
+        let mut once = Once::default();
+        for record in records(text) {
+            let value = record.raw(0).unwrap_or("");
+            match record.key {
+                "tracefs" if once.first("tracefs") => {
+                    extras.tracefs = TRACEFS.iter().find(|t| **t == value).map(|t| t.to_string())
+                }
+                "kallsyms"
+                    if once.first("kallsyms")
+                        && value.len() <= 16
+                        && value.bytes().all(|b| b.is_ascii_hexdigit()) =>
+                {
+                    extras.kallsyms_address = value.to_string();
+                }
                 _ => {}
             }
         }
@@ -46,8 +57,11 @@ impl ProcessExtras {
     }
 }
 
-/// The extra exec the doctor runs, with the pid as `$1`: the process script every capture
-/// runs, then tracefs and kallsyms.
+/// Where tracefs may be mounted.
+const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// The extra exec the doctor runs, with the pid as `$1` (argv[0] as `$2`): the process
+/// script every capture runs, then tracefs and kallsyms.
 pub fn extras_script() -> String {
     process_script()
         + r#"
@@ -63,7 +77,7 @@ pub struct DoctorFacts {
     pub target: String,
     /// The daemon's address, or why it cannot be reached.
     pub daemon: Option<Result<String, String>>,
-    pub engine: Option<EngineVersion>,
+    pub endpoint: Option<EndpointVersion>,
     pub container: Option<Result<ContainerInfo, String>>,
     pub config: Option<ContainerConfig>,
     /// Whether the engine accepts CAP_PERFMON (a container created with it, never started).
@@ -80,6 +94,7 @@ pub struct DoctorFacts {
     pub binary: Option<(String, Result<ElfReport, String>)>,
     /// The path `devprof cpu --mode` takes (auto: exec when it works, else the sidecar).
     pub mode: Option<crate::settings::CaptureMode>,
-    /// The profiler image a sidecar would start from, when it is there (or why not).
+    /// The profiler image a sidecar would start from: `Ok` when the engine has it, `Err`
+    /// with its name when it does not.
     pub sidecar_image: Option<Result<String, String>>,
 }

@@ -7,14 +7,15 @@
 pub mod checks;
 pub mod facts;
 
+use crate::docker::binary;
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{resolve_container, select_process};
 use crate::docker::{ContainerShell, Docker};
 use crate::engines::asprof::release;
 use crate::engines::perf::{self, EventStatus};
 use crate::error::Error;
+use crate::runtime::facts::script_argv0;
 use crate::settings::setup::DoctorSettings;
-use crate::symbols::binary;
 use facts::{DoctorFacts, ProcessExtras, Trial};
 
 /// Gathers what it can; each step needs the one before (no daemon, no container, ...).
@@ -31,7 +32,7 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
         }
     };
     facts.daemon = Some(Ok(docker.address().to_string()));
-    facts.engine = docker.engine_version().await.ok();
+    facts.endpoint = docker.endpoint_version().await.ok();
     let container = match docker
         .containers()
         .await
@@ -49,7 +50,7 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
     facts.sidecar_image = Some(if docker.has_image(&image).await {
         Ok(image)
     } else {
-        Err(format!("the profiler image {image} is not on this engine"))
+        Err(image)
     });
     facts.config = docker.container_config(&container.id).await.ok();
     let image = facts
@@ -79,9 +80,10 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
     });
     facts.perf = Some(match perf::find_perf(&shell, &probe).await {
         Ok(tool) => Ok(tool),
-        Err(Error::PerfMissing { .. }) => Err(
-            "not installed in the container (no perf or perf_X.Y on PATH or in /usr/bin)".into(),
-        ),
+        Err(Error::PerfMissing { .. }) => Err(format!(
+            "not installed in the container (no {})",
+            crate::error::PERF_SEARCH
+        )),
         Err(e) => Err(first_line(&e.to_string())),
     });
     facts.probe = Some(probe);
@@ -92,7 +94,14 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
             facts.trial = Some(trial(&shell, &tool.path, &pid).await);
         }
         if let Ok(out) = shell
-            .run(&["sh", "-c", &facts::extras_script(), "sh", &pid])
+            .run(&[
+                "sh",
+                "-c",
+                &facts::extras_script(),
+                "sh",
+                &pid,
+                script_argv0(p),
+            ])
             .await
         {
             let extras = ProcessExtras::parse(&out.stdout);
@@ -104,10 +113,7 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
                 (format!("/proc/{pid}/exe"), Err("the process's executable cannot be read (no readlink in the container, or not allowed)".into()))
             });
             if checks::runtime_of(Some(p), &extras) == crate::runtime::Runtime::Jvm {
-                facts.asprof = Some(
-                    release::find_in_container(&shell, extras.process.env("ASYNC_PROFILER_HOME"))
-                        .await,
-                );
+                facts.asprof = Some(release::find_in_container(&shell).await);
             }
             facts.extras = Some(extras);
         }

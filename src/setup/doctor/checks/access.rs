@@ -189,7 +189,7 @@ pub(super) fn kernel(cx: &Context<'_>, checks: &mut Vec<Check>) {
             "tracefs",
             Status::Warn,
             "not visible in the container: devprof offcpu cannot record tracepoints (cpu works)",
-            Some("mount it into the container: compose `volumes: [/sys/kernel/tracing:/sys/kernel/tracing]` (in `devprof compose`'s override), after `sudo mount -t tracefs nodev /sys/kernel/tracing` on the host".into()),
+            Some("mount it into the container: compose `volumes: [/sys/kernel/tracing:/sys/kernel/tracing:ro]` (in `devprof compose`'s override), after `sudo mount -t tracefs nodev /sys/kernel/tracing` on the host".into()),
         )),
     }
 }

@@ -142,12 +142,26 @@ fn binary_checks(checks: &mut Vec<Check>, path: &str, elf: &ElfReport, runtime: 
                      or keep the unstripped binary in the image"
                 .to_string(),
         };
+        // A JIT runtime's interpreter or engine names the program's own frames (V8's perf
+        // map, py-spy reading the interpreter): a stripped launcher loses only the runtime's
+        // native frames, which makes the capture poorer, not useless.
+        let (status, consequence) = match runtime {
+            Runtime::Node => (
+                Status::Warn,
+                "the runtime's native frames will show as hex addresses; JavaScript frames are named from V8's perf map",
+            ),
+            Runtime::Python => (
+                Status::Warn,
+                "the interpreter's native frames will show as hex addresses; py-spy names the Python frames itself",
+            ),
+            _ => (Status::Fail, "frames will show as hex addresses"),
+        };
         checks.push(check(
             "symbols",
             "symbols",
-            Status::Fail,
+            status,
             format!(
-                "{path} is stripped (no .symtab; {} exported functions in .dynsym): frames will show as hex addresses",
+                "{path} is stripped (no .symtab; {} exported functions in .dynsym): {consequence}",
                 elf.dynsym_functions
             ),
             Some(fix),

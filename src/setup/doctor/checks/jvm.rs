@@ -2,7 +2,7 @@
 //! is there and which event it would get, frame pointers for perf, and its perf map.
 
 use super::{check, Check, Status};
-use crate::engines::asprof::cpu_event;
+use crate::engines::asprof::{cpu_event, release};
 use crate::runtime::jvm::{self, JvmOptions};
 use crate::setup::doctor::facts::ProcessExtras;
 
@@ -64,6 +64,7 @@ pub(super) fn jvm_checks(f: &JvmFacts<'_>) -> Vec<Check> {
         )
     });
 
+    let ignored = release::ignored_home_note(process.env("ASYNC_PROFILER_HOME"), f.asprof);
     checks.push(match f.asprof {
         Some(home) => {
             let (event, note) = cpu_event(f.paranoid, process.cap_eff);
@@ -77,12 +78,13 @@ pub(super) fn jvm_checks(f: &JvmFacts<'_>) -> Vec<Check> {
                     Status::Warn
                 },
                 format!(
-                    "found at {home} (devprof cpu uses it for this JVM): {note}{}",
+                    "found at {home} (devprof cpu uses it for this JVM): {note}{}{}",
                     if kernel_names {
                         "; kernel.kptr_restrict hides kernel symbol names"
                     } else {
                         ""
-                    }
+                    },
+                    ignored.as_deref().map(|n| format!("; {n}")).unwrap_or_default()
                 ),
                 (event != "cpu-clock" || kernel_names).then(|| {
                     "on the host: `sysctl kernel.perf_event_paranoid=1 kernel.kptr_restrict=0` (async-profiler's \
@@ -95,8 +97,11 @@ pub(super) fn jvm_checks(f: &JvmFacts<'_>) -> Vec<Check> {
             "asprof",
             "async-profiler",
             Status::Warn,
-            "not in the container (asprof on PATH, $ASYNC_PROFILER_HOME, /opt/*async-profiler*/): devprof cpu \
-             falls back to perf and the JVM's perf map, and --wall is not available",
+            format!(
+                "not in the container where only root may change it (asprof on PATH, /opt/*async-profiler*/): \
+                 devprof cpu falls back to perf and the JVM's perf map, and --wall is not available{}",
+                ignored.as_deref().map(|n| format!("; {n}")).unwrap_or_default()
+            ),
             Some("unpack an async-profiler release on this host and pass --asprof DIR (DEVPROF_ASPROF), or add it to the image".into()),
         ),
     });

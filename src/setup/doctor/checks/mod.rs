@@ -133,28 +133,31 @@ pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
     // The daemon.
     match &facts.daemon {
         Some(Ok(address)) => {
-            let engine = facts
-                .engine
+            let endpoint = facts
+                .endpoint
                 .as_ref()
                 .map(|e| {
                     format!(
-                        " (Docker {}, API {}, kernel {})",
-                        e.version, e.api_version, e.kernel
+                        " ({} {}, API {}, kernel {})",
+                        e.flavour.name(),
+                        e.version,
+                        e.api_version,
+                        e.kernel
                     )
                 })
                 .unwrap_or_default();
             checks.push(check(
                 "daemon",
-                "Docker daemon",
+                "container endpoint",
                 Status::Pass,
-                format!("reachable at {address}{engine}"),
+                format!("reachable at {address}{endpoint}"),
                 None,
             ));
         }
         Some(Err(why)) => {
             checks.push(check(
                 "daemon",
-                "Docker daemon",
+                "container endpoint",
                 Status::Fail,
                 why.clone(),
                 Some("start it (`systemctl start docker`), point DOCKER_HOST at it, and use its socket as root or a member of the `docker` group".into()),
@@ -232,7 +235,7 @@ pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
     };
     let probe = facts.probe.clone().unwrap_or_default();
     let kernel = facts
-        .engine
+        .endpoint
         .as_ref()
         .map(|e| e.kernel.clone())
         .filter(|k| !k.is_empty())
@@ -240,8 +243,15 @@ pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
 
     let may_monitor = probe.may_monitor();
     let extras = facts.extras.clone().unwrap_or_default();
+    // The binary's own tables name a Go program even where /proc did not (its build info
+    // unread): its stripped names are then no block.
+    let binary_is_go = matches!(&facts.binary, Some((_, Ok(elf))) if elf.go_tables);
+    let runtime = match runtime_of(process, &extras) {
+        crate::runtime::Runtime::Native if binary_is_go => crate::runtime::Runtime::Go,
+        runtime => runtime,
+    };
     let cx = Context {
-        runtime: runtime_of(process, &extras),
+        runtime,
         facts,
         container,
         process,

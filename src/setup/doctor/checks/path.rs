@@ -81,20 +81,35 @@ pub fn judge_path(
             ));
         }
         other => {
-            let why = match other {
-                Some(Err(why)) => why.clone(),
-                _ => "the profiler image was not looked for".to_string(),
+            let (why, image) = match other {
+                Some(Err(image)) => (
+                    format!("the profiler image {image} is not on this engine"),
+                    image.as_str(),
+                ),
+                _ => (
+                    "the profiler image was not looked for".to_string(),
+                    crate::error::DEFAULT_PROFILER_IMAGE,
+                ),
             };
             checks.push(check(
                 "path",
                 "capture path",
                 Status::Fail,
-                format!("blocked: no sidecar ({why}){}", if exec_blocked.is_empty() {
-                    String::new()
-                } else {
-                    format!(", and inside the container {} block", exec_blocked.join(", "))
-                }),
-                Some("build the profiler image (scripts/runtime-images.sh, or `devprof build tools debian:bookworm-slim -t devprof-profiler:latest`), or name another with --profiler-image; or fix the ✗ above for exec mode".into()),
+                format!(
+                    "blocked: no sidecar ({why}){}",
+                    if exec_blocked.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ", and inside the container {} block",
+                            exec_blocked.join(", ")
+                        )
+                    }
+                ),
+                Some(format!(
+                    "{}; or fix the ✗ above for exec mode",
+                    crate::error::profiler_image_fix(image)
+                )),
             ));
         }
     }
@@ -158,10 +173,20 @@ mod tests {
         judge_path(
             &mut checks,
             Some(CaptureMode::Auto),
-            Some(&Err("img missing".into())),
+            Some(&Err("my-profiler:1".into())),
         );
-        assert_eq!(checks.last().unwrap().status, Status::Fail);
-        assert!(checks.last().unwrap().detail.contains("img missing"));
+        let last = checks.last().unwrap();
+        assert_eq!(last.status, Status::Fail);
+        assert!(last.detail.contains("my-profiler:1 is not on this engine"));
+        // The same fix as the capture's error for the same problem.
+        let fix = crate::error::profiler_image_fix("my-profiler:1");
+        assert!(last.fix.as_deref().unwrap().starts_with(&fix), "{last:?}");
+        let error = crate::error::Error::ProfilerImageMissing {
+            container: "c".into(),
+            image: "my-profiler:1".into(),
+            fix: crate::docker::Flavour::Docker.image_fix("my-profiler:1"),
+        };
+        assert!(error.to_string().contains(&fix), "{error}");
 
         let mut checks = vec![check("perf", "perf", Status::Pass, "found", None)];
         judge_path(&mut checks, Some(CaptureMode::Auto), None);

@@ -1,7 +1,7 @@
 //! The checklist on facts read from real containers (tests/data/doctor).
 use super::runtime_check::runtime_check;
 use super::*;
-use crate::docker::{ContainerConfig, EngineVersion};
+use crate::docker::{ContainerConfig, EndpointVersion, Flavour};
 use crate::engines::perf::PerfTool;
 use crate::runtime::facts::ProcessFacts;
 use crate::symbols::elf::{Arch, ElfReport, FpVerdict, FramePointers, Jemalloc};
@@ -24,11 +24,12 @@ const EXTRAS_PLAIN: &str = include_str!(concat!(
 ));
 const PERFMON_REJECTED: &str = "invalid CapAdd: unknown capability: \"CAP_PERFMON\"";
 
-fn engine() -> EngineVersion {
-    EngineVersion {
+fn endpoint() -> EndpointVersion {
+    EndpointVersion {
         version: "20.10.24+dfsg1".into(),
         api_version: "1.41".into(),
         kernel: "6.18.44-fc-v595".into(),
+        flavour: Flavour::Docker,
     }
 }
 
@@ -63,6 +64,7 @@ fn demo_node_elf() -> ElfReport {
             basis: "the prologues (push %rbp; mov %rsp,%rbp) of the program's own Rust functions in .symtab".into(),
         },
         jemalloc: Jemalloc::Prefixed,
+        go_tables: false,
     }
 }
 
@@ -83,7 +85,7 @@ fn stripped_elf() -> ElfReport {
 }
 
 fn demo_seq() -> DoctorFacts {
-    let probe = ContainerFacts::parse(PROBE_DEMO);
+    let probe = ContainerFacts::parse(PROBE_DEMO).unwrap();
     let process = probe
         .processes
         .iter()
@@ -95,7 +97,7 @@ fn demo_seq() -> DoctorFacts {
         sidecar_image: None,
         target: "demo-seq".into(),
         daemon: Some(Ok("unix:///var/run/docker.sock".into())),
-        engine: Some(engine()),
+        endpoint: Some(endpoint()),
         container: Some(Ok(container("demo-seq"))),
         config: Some(ContainerConfig {
             cap_add: vec![
@@ -123,14 +125,14 @@ fn demo_seq() -> DoctorFacts {
 }
 
 fn plain() -> DoctorFacts {
-    let probe = ContainerFacts::parse(PROBE_PLAIN);
+    let probe = ContainerFacts::parse(PROBE_PLAIN).unwrap();
     let process = probe.processes[0].clone();
     DoctorFacts {
         mode: None,
         sidecar_image: None,
         target: "plain".into(),
         daemon: Some(Ok("unix:///var/run/docker.sock".into())),
-        engine: Some(engine()),
+        endpoint: Some(endpoint()),
         container: Some(Ok(container("plain"))),
         config: Some(ContainerConfig::default()),
         perfmon_known: Some(Err(PERFMON_REJECTED.into())),
@@ -222,6 +224,19 @@ fn plain_container_fails_each_blocking_check_with_its_fix() {
     assert!(text.ends_with("6 check(s) block profiling: perf, perf_event_open, kernel.perf_event_paranoid, capabilities, seccomp, symbols\n"));
 }
 
+/// Regression: in CI /proc gave no build info for demo-go (runtime "native code"), and its
+/// stripped binary blocked the doctor although the binary's own Go tables name it.
+#[test]
+fn a_stripped_go_binary_known_by_its_tables_alone_is_not_blocked() {
+    let mut facts = demo_seq();
+    let mut elf = stripped_elf();
+    elf.go_tables = true;
+    facts.binary = Some(("/usr/local/bin/demo-go".into(), Ok(elf)));
+    let checks = evaluate(&facts);
+    assert!(failures(&checks).is_empty(), "{checks:?}");
+    assert_eq!(by_id(&checks, "symbols").status, Status::Pass);
+}
+
 #[test]
 fn a_stripped_go_binary_is_not_blocked_for_its_symbols() {
     let mut facts = demo_seq();
@@ -247,6 +262,37 @@ fn a_stripped_go_binary_is_not_blocked_for_its_symbols() {
     let mut native = demo_seq();
     native.binary = Some(("/usr/local/bin/demo-node".into(), Ok(stripped_elf())));
     assert_eq!(by_id(&evaluate(&native), "symbols").status, Status::Fail);
+}
+
+#[test]
+fn a_stripped_launcher_of_a_jit_runtime_is_a_warning_not_a_block() {
+    for (runtime, exe, cmdline) in [
+        ("node", "/usr/bin/node", "node --perf-basic-prof server.js"),
+        ("python", "/usr/bin/python3.11", "python3 app.py"),
+    ] {
+        let mut facts = demo_seq();
+        let mut elf = stripped_elf();
+        elf.debuglink = None;
+        facts.binary = Some((exe.into(), Ok(elf)));
+        let argv = cmdline.split(' ').map(str::to_string).collect();
+        facts.process = Some(Ok(crate::docker::target::ProcInfo::new(7, 1, argv)));
+        let checks = evaluate(&facts);
+        assert!(
+            by_id(&checks, "runtime")
+                .detail
+                .to_lowercase()
+                .starts_with(runtime),
+            "{runtime}: {:?}",
+            by_id(&checks, "runtime")
+        );
+        let symbols = by_id(&checks, "symbols");
+        assert_eq!(symbols.status, Status::Warn, "{runtime}: {symbols:?}");
+        assert!(symbols.detail.contains("stripped"), "{symbols:?}");
+        assert!(
+            !failures(&checks).iter().any(|c| c.id == "symbols"),
+            "{runtime}: {checks:?}"
+        );
+    }
 }
 
 #[test]
@@ -292,11 +338,7 @@ fn unreachable_daemon_and_missing_container_stop_the_list() {
 
 #[test]
 fn runtimes() {
-    let proc_of = |cmd: &str| ProcInfo {
-        pid: 7,
-        ppid: 1,
-        cmdline: cmd.into(),
-    };
+    let proc_of = |cmd: &str| ProcInfo::new(7, 1, cmd.split(' ').map(String::from).collect());
     let extras = |libs: &[&str]| ProcessExtras {
         process: ProcessFacts {
             libraries: libs.iter().map(|l| l.to_string()).collect(),
@@ -329,7 +371,9 @@ fn runtimes() {
     );
     // Go's build info in the executable: the doctor says Go, as the captures do.
     let go = ProcessExtras {
-        process: ProcessFacts::parse("exe\t/usr/local/bin/demo-go\ngobuildinfo\t1\n"),
+        process: ProcessFacts::parse(&crate::runtime::facts::encoded(
+            "exe\t/usr/local/bin/demo-go\ngobuildinfo\t1\n",
+        )),
         ..Default::default()
     };
     assert_eq!(runtime_of(Some(&proc_of("demo-go")), &go), Runtime::Go);

@@ -1,0 +1,144 @@
+//! Small text helpers every layer uses: shell quoting, shortening for titles and
+//! summaries, the first line of an error, escaping for HTML and SVG.
+
+/// Single-quotes a word for sh.
+pub fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// At most `max` characters, with `…` when cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
+}
+
+/// Drops terminal escape sequences that tools print even into logs: CSI sequences
+/// (`ESC [ parameters final-byte`, colours among them) whole, any other escape with the
+/// character after it.
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+        } else if chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        } else {
+            chars.next();
+        }
+    }
+    out
+}
+
+/// `text` with every control character written as an escape (`\n`, `\t`, `\u{1b}`): text
+/// a container controls (a command line, a file name) shown on one line, never able to
+/// move the cursor or start a line of its own.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The first line of a (possibly multi-line) message.
+pub fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text)
+}
+
+/// Text as XML character data or attribute value: markup characters escaped, control
+/// characters (which XML 1.0 forbids) dropped.
+pub fn escape_markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The most telling line of a tool's error output: its first `error` line, else its first
+/// line about permissions, else its first line.
+pub fn first_error_line(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines
+        .iter()
+        .find(|l| l.to_ascii_lowercase().starts_with("error"))
+        .or_else(|| lines.iter().find(|l| is_permission_error(l)))
+        .or(lines.first())
+        .map(|l| l.to_string())
+        .unwrap_or_else(|| "no error output".to_string())
+}
+
+/// Whether a tool's error text is about being denied (perf_event_open, ptrace).
+pub fn is_permission_error(stderr: &str) -> bool {
+    let s = stderr.to_ascii_lowercase();
+    s.contains("no permission")
+        || s.contains("permission denied")
+        || s.contains("operation not permitted")
+        || s.contains("access to performance monitoring")
+        || s.contains("perf_event_paranoid")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaped_text_cannot_become_markup() {
+        assert_eq!(
+            escape_markup("<script>a&b\"c'</script>\u{1}"),
+            "&lt;script&gt;a&amp;b&quot;c&#39;&lt;/script&gt;"
+        );
+    }
+
+    #[test]
+    fn quotes_for_sh() {
+        assert_eq!(quote("/tmp/a b"), "'/tmp/a b'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn truncates_by_characters() {
+        assert_eq!(truncate("abcdef", 3), "abc…");
+        assert_eq!(truncate("äöü", 3), "äöü");
+        assert_eq!(first_line("a\nb"), "a");
+        assert_eq!(first_line(""), "");
+    }
+
+    #[test]
+    fn control_characters_are_shown_as_escapes() {
+        assert_eq!(
+            printable("x\nperf\t/tmp/p\u{1b}[2J"),
+            "x\\nperf\\t/tmp/p\\u{1b}[2J"
+        );
+        assert_eq!(printable("java -Xmx64m"), "java -Xmx64m");
+        assert_eq!(printable("äö\u{85}"), "äö\\u{85}");
+    }
+}

@@ -1,0 +1,643 @@
+//! A reader for perf.data files, for the off-CPU fast mode: it walks the samples and
+//! switch records of a downloaded perf.data directly, without `perf script` and without
+//! unwinding or symbolizing, and hands the same `Record`s the text parser makes (with
+//! tracepoint fields decoded from the file's own format descriptions) to the aggregator.
+//!
+//! Covered: the file header, attributes, EVENT_DESC and TRACING_DATA features, sample and
+//! switch/comm records, zstd-compressed records (`perf record -z`), and perf's ordering of
+//! events by time across per-CPU buffers (flushed at FINISHED_ROUND like perf does).
+//! `stacks` reads the same records with their callchains and the process events (mmap,
+//! fork, exit) for the native CPU fold; it refuses files whose stacks need unwinding
+//! (`callgraph`), where it would keep part of every stack. `for_each_record` reads no
+//! stacks, so its counts are whole whatever the call graphs.
+
+mod callgraph;
+mod header;
+pub mod stacks;
+pub mod unwind;
+
+pub use callgraph::{recorded_call_graph, CallGraph};
+
+use crate::offcpu::script::{Fields, Record, Sample};
+use header::*;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// A decoded event, small enough to hold a round's worth for sorting.
+#[derive(Debug, Clone)]
+enum Event {
+    Sample {
+        attr: usize,
+        pid: u32,
+        tid: u32,
+        time: u64,
+        fields: Fields,
+        /// Frame-pointer callchain with perf's context markers (only when asked for).
+        callchain: Vec<u64>,
+        /// The user registers and stack of a DWARF sample (only when asked for).
+        user: Option<Box<unwind::UserState>>,
+    },
+    Switch {
+        tid: u32,
+        time: u64,
+        out: bool,
+    },
+    Comm {
+        tid: u32,
+        time: u64,
+        comm: String,
+    },
+    Mmap {
+        pid: u32,
+        time: u64,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        filename: String,
+    },
+    /// FORK (`exit` false) and EXIT records.
+    Task {
+        pid: u32,
+        ppid: u32,
+        tid: u32,
+        ptid: u32,
+        time: u64,
+        exit: bool,
+    },
+}
+
+impl Event {
+    fn time(&self) -> u64 {
+        match self {
+            Event::Sample { time, .. }
+            | Event::Switch { time, .. }
+            | Event::Comm { time, .. }
+            | Event::Mmap { time, .. }
+            | Event::Task { time, .. } => *time,
+        }
+    }
+}
+
+/// Size of the sample_id_all trailer for a sample_type.
+fn trailer_size(sample_type: u64) -> usize {
+    let mut size = 0;
+    for (bit, bytes) in [
+        (SAMPLE_TID, 8),
+        (SAMPLE_TIME, 8),
+        (SAMPLE_ID, 8),
+        (SAMPLE_STREAM_ID, 8),
+        (SAMPLE_CPU, 8),
+        (SAMPLE_IDENTIFIER, 8),
+    ] {
+        if sample_type & bit != 0 {
+            size += bytes;
+        }
+    }
+    size
+}
+
+/// (tid, time) from the sample_id_all trailer of a non-sample record body.
+fn trailer_tid_time(body: &[u8], sample_type: u64) -> (Option<u32>, u64) {
+    let size = trailer_size(sample_type);
+    if body.len() < size {
+        return (None, 0);
+    }
+    let mut c = Cursor::new(&body[body.len() - size..]);
+    let mut tid = None;
+    let mut time = 0;
+    if sample_type & SAMPLE_TID != 0 {
+        let _pid = c.u32().ok();
+        tid = c.u32().ok();
+    }
+    if sample_type & SAMPLE_TIME != 0 {
+        time = c.u64().unwrap_or(0);
+    }
+    (tid, time)
+}
+
+fn decode(
+    kind: u32,
+    misc: u16,
+    body: &[u8],
+    layout: &Layout,
+    callchains: bool,
+) -> io::Result<Option<Event>> {
+    match kind {
+        RECORD_SAMPLE => decode_sample(body, layout, callchains).map(Some),
+        RECORD_SWITCH | RECORD_SWITCH_CPU_WIDE => {
+            let (tid, time) = trailer_tid_time(body, layout.trailer_type());
+            Ok(tid.map(|tid| Event::Switch {
+                tid,
+                time,
+                out: misc & MISC_SWITCH_OUT != 0,
+            }))
+        }
+        RECORD_COMM => {
+            let mut c = Cursor::new(body);
+            let _pid = c.u32()?;
+            let tid = c.u32()?;
+            let rest = &body[8..];
+            let comm =
+                String::from_utf8_lossy(rest.split(|b| *b == 0).next().unwrap_or(&[])).into_owned();
+            let (_, time) = trailer_tid_time(body, layout.trailer_type());
+            Ok(Some(Event::Comm { tid, time, comm }))
+        }
+        RECORD_MMAP | RECORD_MMAP2 if callchains => {
+            let mut c = Cursor::new(body);
+            let pid = c.u32()?;
+            let _tid = c.u32()?;
+            let (start, len, pgoff) = (c.u64()?, c.u64()?, c.u64()?);
+            if kind == RECORD_MMAP2 {
+                // device and inode (or a build id), then prot and flags
+                c.skip(24 + 8)?;
+            }
+            let filename = read_cstr(&mut c)?;
+            let (_, time) = trailer_tid_time(body, layout.trailer_type());
+            Ok(Some(Event::Mmap {
+                pid,
+                time,
+                start,
+                len,
+                pgoff,
+                filename,
+            }))
+        }
+        RECORD_FORK | RECORD_EXIT if callchains => {
+            let mut c = Cursor::new(body);
+            let (pid, ppid, tid, ptid) = (c.u32()?, c.u32()?, c.u32()?, c.u32()?);
+            let (_, time) = trailer_tid_time(body, layout.trailer_type());
+            Ok(Some(Event::Task {
+                pid,
+                ppid,
+                tid,
+                ptid,
+                time,
+                exit: kind == RECORD_EXIT,
+            }))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn decode_sample(body: &[u8], layout: &Layout, callchains: bool) -> io::Result<Event> {
+    // Which event: perf puts the id first (IDENTIFIER) when the events' layouts differ,
+    // else at the ID position, which all its events then share.
+    let common = layout.trailer_type();
+    let id = if common & SAMPLE_IDENTIFIER != 0 {
+        le_u64(body, 0)
+    } else if common & SAMPLE_ID != 0 {
+        let before = [SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME, SAMPLE_ADDR]
+            .iter()
+            .filter(|b| common & **b != 0)
+            .count();
+        le_u64(body, before * 8)
+    } else {
+        None
+    };
+    let attr_index = match id {
+        Some(id) => *layout
+            .by_id
+            .get(&id)
+            .ok_or_else(|| invalid(format!("sample with unknown id {id}")))?,
+        None if layout.attrs.len() == 1 => 0,
+        None => return Err(invalid("samples carry no event id")),
+    };
+    let attr = &layout.attrs[attr_index];
+    let st = attr.sample_type;
+    let mut c = Cursor::new(body);
+    if st & SAMPLE_IDENTIFIER != 0 {
+        c.skip(8)?;
+    }
+    if st & SAMPLE_IP != 0 {
+        c.skip(8)?;
+    }
+    let (mut pid, mut tid) = (0, 0);
+    if st & SAMPLE_TID != 0 {
+        pid = c.u32()?;
+        tid = c.u32()?;
+    }
+    let mut time = 0;
+    if st & SAMPLE_TIME != 0 {
+        time = c.u64()?;
+    }
+    if st & SAMPLE_ADDR != 0 {
+        c.skip(8)?;
+    }
+    if st & SAMPLE_ID != 0 {
+        c.skip(8)?;
+    }
+    if st & SAMPLE_STREAM_ID != 0 {
+        c.skip(8)?;
+    }
+    if st & SAMPLE_CPU != 0 {
+        c.skip(8)?;
+    }
+    if st & SAMPLE_PERIOD != 0 {
+        c.skip(8)?;
+    }
+    if st & SAMPLE_READ != 0 {
+        return Err(invalid(
+            "samples with read values are not supported by the fast reader",
+        ));
+    }
+    let mut callchain = Vec::new();
+    if st & SAMPLE_CALLCHAIN != 0 {
+        let nr = c.u64()? as usize;
+        let ips = c.take(
+            nr.checked_mul(8)
+                .ok_or_else(|| invalid("callchain too long"))?,
+        )?;
+        if callchains {
+            callchain = ips
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .collect();
+        }
+    }
+    let mut fields = Fields::default();
+    if st & SAMPLE_RAW != 0 {
+        let size = c.u32()? as usize;
+        let raw = c.take(size)?;
+        if let Some(tp) = layout
+            .tracepoints
+            .get(&attr.config)
+            .filter(|_| attr.kind == PERF_TYPE_TRACEPOINT)
+        {
+            fields.ret = tp.int(raw, "ret");
+            fields.prev_state = tp.int(raw, "prev_state").map(state_letters);
+            fields.bytes = tp.int(raw, "bytes").and_then(|b| u64::try_from(b).ok());
+        }
+    }
+    let user = if callchains && st & (SAMPLE_REGS_USER | SAMPLE_STACK_USER) != 0 {
+        unwind::decode_user(&mut c, attr)?.map(Box::new)
+    } else {
+        None
+    };
+    Ok(Event::Sample {
+        attr: attr_index,
+        pid,
+        tid,
+        time,
+        fields,
+        callchain,
+        user,
+    })
+}
+
+/// sched_switch's prev_state as perf prints it (`S`, `D`, `R`, `R+` ...).
+fn state_letters(state: i64) -> String {
+    const LETTERS: [(i64, &str); 8] = [
+        (0x1, "S"),
+        (0x2, "D"),
+        (0x4, "T"),
+        (0x8, "t"),
+        (0x10, "X"),
+        (0x20, "Z"),
+        (0x40, "P"),
+        (0x80, "I"),
+    ];
+    // TASK_REPORT_MAX (0x100) marks a preempted, still runnable task.
+    if state & 0x100 != 0 {
+        return "R+".into();
+    }
+    let letters: Vec<&str> = LETTERS
+        .iter()
+        .filter(|(bit, _)| state & bit != 0)
+        .map(|(_, l)| *l)
+        .collect();
+    if letters.is_empty() {
+        "R".into()
+    } else {
+        letters.join("|")
+    }
+}
+
+/// Reads the records of `path` in time order and calls `on_record` for each sample and
+/// CLOCK_REALTIME and CLOCK_MONOTONIC, as the kernel numbers them.
+const CLOCK_REALTIME: i32 = 0;
+const CLOCK_MONOTONIC: i32 = 1;
+/// gettimeofday, which perf reads beside the other clock for CLOCK_DATA, has microseconds.
+const CLOCK_DATA_ERROR_NS: u64 = 1_000;
+
+/// The clock a recording's sample times are on and how it maps to the Unix epoch: the
+/// samples' own when recorded with `-k CLOCK_REALTIME`; with another clock, the offset
+/// perf measured when recording began (its CLOCK_DATA feature: the wall clock and that
+/// clock read one after the other). None when perf used its own clock (no `-k`) or wrote
+/// no clock data.
+pub fn recording_clock(path: &Path) -> io::Result<Option<crate::timeline::Clock>> {
+    let mut file = File::open(path)?;
+    let (layout, _, _) = read_layout(&mut file)?;
+    let Some(clockid) = layout.attrs.iter().find_map(|a| a.clockid) else {
+        return Ok(None);
+    };
+    if clockid == CLOCK_REALTIME {
+        return Ok(Some(crate::timeline::Clock::realtime()));
+    }
+    Ok(layout
+        .clock_data
+        .filter(|(id, _, _)| *id as i32 == clockid)
+        .map(|(_, wall_ns, clock_ns)| crate::timeline::Clock {
+            name: match clockid {
+                CLOCK_MONOTONIC => "CLOCK_MONOTONIC".to_string(),
+                other => format!("clock {other}"),
+            },
+            to_unix_ns: (wall_ns as i64).wrapping_sub(clock_ns as i64),
+            error_ns: CLOCK_DATA_ERROR_NS,
+        }))
+}
+
+/// switch record; returns how many were handed over.
+pub fn for_each_record<F>(path: &Path, mut on_record: F) -> io::Result<u64>
+where
+    F: FnMut(Record<'_>),
+{
+    let mut comms: HashMap<u32, String> = HashMap::new();
+    let mut count = 0u64;
+    read_events(path, false, |event, layout| match event {
+        Event::Comm { tid, comm, .. } => {
+            comms.insert(tid, comm);
+        }
+        Event::Switch { tid, time, out } => {
+            count += 1;
+            on_record(Record::Switch {
+                tid,
+                time_ns: time,
+                out,
+            });
+        }
+        Event::Sample {
+            attr,
+            pid,
+            tid,
+            time,
+            fields,
+            ..
+        } => {
+            count += 1;
+            let comm = comms.get(&tid).map(String::as_str).unwrap_or("[unknown]");
+            let name = layout
+                .attrs
+                .get(attr)
+                .map(|a| a.name.as_str())
+                .unwrap_or("unknown");
+            on_record(Record::Sample(Sample {
+                comm,
+                pid,
+                tid,
+                time_ns: time,
+                event: name,
+                trace: "",
+                frames: &[],
+                fields: Some(fields),
+            }));
+        }
+        Event::Mmap { .. } | Event::Task { .. } => {}
+    })?;
+    Ok(count)
+}
+
+/// Reads the records of `path` and hands them to `on_event` in perf's time order;
+/// `callchains` also decodes sample callchains and the mmap, fork and exit records.
+fn read_events<F>(path: &Path, callchains: bool, mut on_event: F) -> io::Result<()>
+where
+    F: FnMut(Event, &Layout),
+{
+    let mut file = File::open(path)?;
+    let (layout, data_off, data_size) = read_layout(&mut file)?;
+    let call_graph = CallGraph::of_attrs(&layout.attrs);
+    if callchains && !call_graph.folds_natively() {
+        return Err(callgraph::not_native(call_graph));
+    }
+    let len = file.metadata()?.len();
+    if data_off > len {
+        return Err(invalid(format!(
+            "the data section starts at {data_off}, past the end of the file ({len} bytes)"
+        )));
+    }
+    file.seek(SeekFrom::Start(data_off))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file.take(data_size));
+
+    let mut state = Emitter {
+        pending: Vec::new(),
+        flush_limit: 0,
+        round_max: 0,
+        callchains,
+    };
+    let mut emit = |event: Event| on_event(event, &layout);
+    let mut decompressor: Option<zstd::stream::raw::Decoder<'static>> = None;
+    let mut inflated: Vec<u8> = Vec::new();
+    let mut header = [0u8; 8];
+    let mut body = Vec::new();
+    loop {
+        match reader.read_exact(&mut header) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+            Err(e) => return Err(e),
+        }
+        let kind = u32::from_le_bytes(header[..4].try_into().expect("4 bytes"));
+        let misc = u16::from_le_bytes(header[4..6].try_into().expect("2 bytes"));
+        let size = u16::from_le_bytes(header[6..8].try_into().expect("2 bytes")) as usize;
+        if size < 8 {
+            return Err(invalid(
+                "record with a size below its header (truncated file?)",
+            ));
+        }
+        body.resize(size - 8, 0);
+        match reader.read_exact(&mut body) {
+            Ok(()) => {}
+            // A truncated tail: stop at the last whole record.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+            Err(e) => return Err(e),
+        }
+        match kind {
+            RECORD_COMPRESSED => {
+                let decoder = match &mut decompressor {
+                    Some(d) => d,
+                    None => decompressor.insert(zstd::stream::raw::Decoder::new()?),
+                };
+                inflate(decoder, &body, &mut inflated)?;
+                let used = state.take_records(&inflated, &layout, &mut emit)?;
+                inflated.drain(..used);
+            }
+            RECORD_FINISHED_ROUND => state.finish_round(&mut emit),
+            _ => {
+                if let Some(event) = decode(kind, misc, &body, &layout, callchains)? {
+                    state.push(event);
+                }
+            }
+        }
+    }
+    state.flush_all(&mut emit);
+    Ok(())
+}
+
+/// Most decompressed bytes held at once: perf compresses one ring-buffer read per record
+/// (megabytes), so far more than this is a hostile file, not a capture.
+const MAX_INFLATED: usize = 256 << 20;
+
+fn inflate(
+    decoder: &mut zstd::stream::raw::Decoder<'static>,
+    input: &[u8],
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+    let mut src = InBuffer::around(input);
+    let mut chunk = vec![0u8; 256 * 1024];
+    let room = |out: &Vec<u8>, more: usize| {
+        if out.len().saturating_add(more) > MAX_INFLATED {
+            Err(invalid(format!(
+                "a compressed record inflates past {} MiB",
+                MAX_INFLATED >> 20
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    while src.pos < input.len() {
+        let before = src.pos;
+        let mut dst = OutBuffer::around(&mut chunk[..]);
+        decoder.run(&mut src, &mut dst)?;
+        let written = dst.pos();
+        room(out, written)?;
+        out.extend_from_slice(&chunk[..written]);
+        if written == 0 && src.pos == before {
+            return Err(invalid("a compressed record makes no progress"));
+        }
+    }
+    // Drain what the decoder still holds.
+    loop {
+        let mut dst = OutBuffer::around(&mut chunk[..]);
+        let mut empty = InBuffer::around(&[][..]);
+        decoder.run(&mut empty, &mut dst)?;
+        let written = dst.pos();
+        if written == 0 {
+            break;
+        }
+        room(out, written)?;
+        out.extend_from_slice(&chunk[..written]);
+    }
+    Ok(())
+}
+
+/// Holds decoded events until perf's round protocol says they can be emitted in order.
+struct Emitter {
+    pending: Vec<Event>,
+    flush_limit: u64,
+    round_max: u64,
+    callchains: bool,
+}
+
+impl Emitter {
+    fn push(&mut self, event: Event) {
+        self.round_max = self.round_max.max(event.time());
+        self.pending.push(event);
+    }
+
+    /// Whole records out of decompressed bytes; returns the bytes used.
+    fn take_records<F: FnMut(Event)>(
+        &mut self,
+        bytes: &[u8],
+        layout: &Layout,
+        emit: &mut F,
+    ) -> io::Result<usize> {
+        let mut at = 0;
+        while bytes.len() - at >= 8 {
+            let kind = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+            let misc = u16::from_le_bytes(bytes[at + 4..at + 6].try_into().expect("2 bytes"));
+            let size =
+                u16::from_le_bytes(bytes[at + 6..at + 8].try_into().expect("2 bytes")) as usize;
+            if size < 8 {
+                return Err(invalid("compressed record with a size below its header"));
+            }
+            if bytes.len() - at < size {
+                break;
+            }
+            let body = &bytes[at + 8..at + size];
+            if kind == RECORD_FINISHED_ROUND {
+                self.finish_round(emit);
+            } else if let Some(event) = decode(kind, misc, body, layout, self.callchains)? {
+                self.push(event);
+            }
+            at += size;
+        }
+        Ok(at)
+    }
+
+    /// perf's rule: at the end of a round, everything up to the previous round's latest
+    /// timestamp is complete and can go out sorted.
+    fn finish_round<F: FnMut(Event)>(&mut self, emit: &mut F) {
+        let limit = self.flush_limit;
+        self.flush_limit = self.round_max;
+        // Stable: records of one time keep their order in the file.
+        self.pending.sort_by_key(Event::time);
+        let split = self.pending.partition_point(|e| e.time() <= limit);
+        for event in self.pending.drain(..split) {
+            emit(event);
+        }
+    }
+
+    fn flush_all<F: FnMut(Event)>(&mut self, emit: &mut F) {
+        self.pending.sort_by_key(Event::time);
+        for event in self.pending.drain(..) {
+            emit(event);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_tracepoint_format() {
+        let text = "name: sys_exit_read\nID: 774\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+                    \tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n\tfield:long ret;\toffset:16;\tsize:8;\tsigned:1;\n\n\
+                    print fmt: \"0x%lx\", REC->ret\n";
+        let (id, name, tp) = parse_format(text).unwrap();
+        assert_eq!((id, name.as_str()), (774, "sys_exit_read"));
+        assert_eq!(
+            tp.fields["ret"],
+            FieldFormat {
+                offset: 16,
+                size: 8,
+                signed: true
+            }
+        );
+        let mut raw = vec![0u8; 24];
+        raw[16..24].copy_from_slice(&(-11i64).to_le_bytes());
+        assert_eq!(tp.int(&raw, "ret"), Some(-11));
+    }
+
+    /// A perf.data header whose attribute size is 2^48, as a hostile file would carry.
+    fn header_with_attr_size(attr_size: u64) -> Vec<u8> {
+        let mut h = b"PERFILE2".to_vec();
+        for v in [104u64, attr_size, 104, 1 << 20, 104, 0, 0, 0, 0, 0, 0, 0] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        h.resize(104 + 64, 0);
+        h
+    }
+
+    #[test]
+    fn a_2_pow_48_attribute_size_is_an_error_not_an_allocation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hostile.data");
+        std::fs::write(&path, header_with_attr_size(1 << 48)).unwrap();
+        let err = for_each_record(&path, |_| {}).unwrap_err();
+        assert!(err.to_string().contains("attribute size"), "{err}");
+        // A plausible size whose table reaches past the end of the file.
+        std::fs::write(&path, header_with_attr_size(136)).unwrap();
+        let err = for_each_record(&path, |_| {}).unwrap_err();
+        assert!(err.to_string().contains("past the end"), "{err}");
+    }
+
+    #[test]
+    fn prev_state_reads_like_perf_prints_it() {
+        assert_eq!(state_letters(0), "R");
+        assert_eq!(state_letters(1), "S");
+        assert_eq!(state_letters(2), "D");
+        assert_eq!(state_letters(0x100), "R+");
+    }
+}

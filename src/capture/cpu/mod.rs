@@ -1,0 +1,649 @@
+//! The CPU recipe, the same for every engine: find the target and a place where the engine
+//! may record it, record for the window, let the engine turn its output into folded stacks,
+//! then write the folded stacks, the flamegraph and the manifest.
+
+mod results;
+
+use super::command::{self, Launch, RunAs};
+use super::kept::Again;
+use super::manifest::{manifest_for, ManifestBase};
+use super::run::{placed, Run};
+use super::session::Recording;
+use super::{jit, locate, Located, Target};
+use crate::engines::asprof::{release, AsprofEngine, AsprofMode, AsprofSource};
+use crate::engines::perf::PerfEngine;
+use crate::engines::pyspy::PySpyEngine;
+use crate::engines::{CollectJob, Collected, Engine, RecordCommand, RecordJob};
+use crate::error::{Error, Result};
+use crate::profile::stacks;
+use crate::runtime::{jvm, python_perf_trampolines, Runtime};
+use crate::settings::{CaptureMode, CpuSettings, EngineChoice, FoldPath};
+use crate::signals::Interrupts;
+use crate::store::{self, CommandRecord, Manifest};
+use crate::text::first_line;
+use results::{advise, no_samples, write_graphs};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Fewer samples than this and the flamegraph is mostly noise.
+pub const LOW_SAMPLE_WARNING: u64 = 1000;
+/// Above this share of unnamed frames the flamegraph is mostly hex.
+pub const UNSYMBOLIZED_WARNING: f64 = 0.5;
+
+/// The Node-preset view's files, next to the unfiltered `.folded` and `.svg`.
+pub const NODE_FOLDED: &str = "node-preset.folded";
+pub const NODE_SVG: &str = "node-preset.svg";
+
+/// What a finished capture produced.
+pub type CpuOutcome = super::Captured;
+
+pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Result<CpuOutcome> {
+    let mut outcome = run_cpu_window(settings, interrupts).await?;
+    if settings.repeat > 1 {
+        let files = super::repeat::cut(
+            &mut outcome.manifest,
+            &outcome.manifest_path,
+            settings.repeat,
+        )?;
+        // The manifest comes last in the list of files; the parts go before it.
+        let at = outcome.files.len().saturating_sub(1);
+        outcome.files.splice(at..at, files);
+    }
+    Ok(outcome)
+}
+
+async fn run_cpu_window(settings: &CpuSettings, interrupts: &mut Interrupts) -> Result<CpuOutcome> {
+    let located = locate(&settings.target, &settings.process).await?;
+    if settings.engine == EngineChoice::Pprof {
+        return run_go_pprof(located, settings, interrupts).await;
+    }
+    let asprof = match (settings.engine, located.runtime) {
+        (EngineChoice::Perf | EngineChoice::PySpy | EngineChoice::Pprof, _) => None,
+        (_, Runtime::Jvm) => match &settings.asprof_dir {
+            Some(dir) => Some(AsprofSource::Host(dir.clone())),
+            None => {
+                let found = release::find_in_container(&located.shell).await;
+                let named = located.process_facts.env("ASYNC_PROFILER_HOME");
+                if let Some(note) = release::ignored_home_note(named, found.as_deref()) {
+                    eprintln!("note: {note}");
+                }
+                found.map(AsprofSource::Container)
+            }
+        },
+        (EngineChoice::Asprof, runtime) => {
+            return Err(Error::Usage(format!(
+                "--engine asprof records JVMs only: pid {} ({}) in '{}' is a {} process; use --engine perf (or auto)",
+                located.process.pid,
+                located.process.cmdline,
+                located.container.name,
+                runtime.name()
+            )))
+        }
+        (EngineChoice::Auto, _) => None,
+    };
+    match choose_engine(settings.engine, located.runtime, asprof.is_some()) {
+        EngineKind::Perf if settings.wall || settings.asprof_html => Err(Error::Usage(format!(
+            "{} needs async-profiler, which records JVMs only and was not found for '{}' (a {} process)",
+            if settings.wall { "--wall" } else { "--asprof-html" },
+            located.container.name,
+            located.runtime.name()
+        ))),
+        EngineKind::Perf => run_with(&PerfEngine, located, settings, interrupts).await,
+        EngineKind::Asprof => {
+            let Some(source) = asprof else {
+                return Err(Error::AsprofMissing {
+                    container: located.container.name.clone(),
+                });
+            };
+            if settings.placement.mode == CaptureMode::Sidecar {
+                return Err(Error::Usage(
+                    "async-profiler runs inside the JVM's container (the JVM loads its agent from there): \
+                     use --mode exec or auto with --engine asprof, or --engine perf in a sidecar"
+                        .into(),
+                ));
+            }
+            let engine = AsprofEngine {
+                source,
+                mode: if settings.wall {
+                    AsprofMode::Wall
+                } else {
+                    AsprofMode::Cpu
+                },
+                jvm: jvm::options(&located.process_facts, &located.process.cmdline),
+                process: located.process_facts.clone(),
+                html: settings.asprof_html,
+            };
+            run_with(&engine, located, settings, interrupts).await
+        }
+        EngineKind::PySpy => {
+            let engine = PySpyEngine {
+                native: settings.python.native,
+                idle: settings.python.idle,
+                gil: settings.python.gil,
+            };
+            let trampolines =
+                python_perf_trampolines(&located.process.cmdline, &located.process_facts);
+            match run_with(&engine, located, settings, interrupts).await {
+                // Python 3.12+ with perf trampolines names its frames for perf too.
+                Err(e) if settings.engine == EngineChoice::Auto && trampolines && no_py_spy(&e) => {
+                    eprintln!(
+                        "note: {}; the process runs with Python's perf trampolines (-X perf / PYTHONPERFSUPPORT), recording with perf instead",
+                        first_line(&e.to_string())
+                    );
+                    let located = locate(&settings.target, &settings.process).await?;
+                    run_with(&PerfEngine, located, settings, interrupts).await
+                }
+                other => other,
+            }
+        }
+    }
+}
+
+/// `--engine pprof`: the Go runtime's own CPU profile from the service's endpoint.
+async fn run_go_pprof(
+    located: super::Located,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<CpuOutcome> {
+    if located.runtime != Runtime::Go {
+        return Err(Error::Usage(format!(
+            "--engine pprof reads a Go program's net/http/pprof endpoint: pid {} ({}) in '{}' is a {} process; use --engine auto",
+            located.process.pid,
+            located.process.cmdline,
+            located.container.name,
+            located.runtime.name()
+        )));
+    }
+    let seconds = settings.duration.as_secs().max(1);
+    let outcome = super::pprof::run_pprof(
+        located,
+        crate::engines::pprof::PprofKind::Cpu { seconds },
+        settings.pprof_url.as_deref(),
+        &settings.placement.profiler_image,
+        &settings.target,
+        &settings.output_dir,
+        interrupts,
+    )
+    .await?;
+    Ok(CpuOutcome {
+        manifest: outcome.manifest,
+        manifest_path: outcome.manifest_path,
+        files: outcome.files,
+        warnings: outcome.warnings,
+    })
+}
+
+/// Whether an error says py-spy is nowhere to be run (neither in the target nor beside it).
+fn no_py_spy(e: &Error) -> bool {
+    match e {
+        Error::ToolMissing { .. } | Error::ProfilerImageMissing { .. } => true,
+        Error::PerfFailed { step, detail, .. } => {
+            step == "profiler sidecar" && detail.contains("py-spy")
+        }
+        _ => false,
+    }
+}
+
+/// The engines a CPU capture can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EngineKind {
+    Perf,
+    PySpy,
+    Asprof,
+}
+
+/// The engine `choice` means for a process of `runtime`: py-spy for Python (perf sees
+/// only the interpreter's C frames), async-profiler for a JVM when there is one (in the
+/// container or from --asprof), perf for everything else.
+fn choose_engine(choice: EngineChoice, runtime: Runtime, asprof_available: bool) -> EngineKind {
+    match choice {
+        EngineChoice::Perf => EngineKind::Perf,
+        EngineChoice::PySpy => EngineKind::PySpy,
+        EngineChoice::Asprof => EngineKind::Asprof,
+        // Handled before an engine is chosen (it records nothing in the container).
+        EngineChoice::Pprof => EngineKind::Perf,
+        EngineChoice::Auto if runtime == Runtime::Python => EngineKind::PySpy,
+        EngineChoice::Auto if runtime == Runtime::Jvm && asprof_available => EngineKind::Asprof,
+        EngineChoice::Auto => EngineKind::Perf,
+    }
+}
+
+/// The capture with one engine, from finding where it may record to the manifest.
+pub async fn run_with<E: Engine>(
+    engine: &E,
+    located: Located,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<CpuOutcome> {
+    placed(
+        engine,
+        located,
+        &settings.placement,
+        false,
+        async |target| capture_with(engine, target, settings, interrupts).await,
+    )
+    .await
+}
+
+async fn capture_with<E: Engine>(
+    engine: &E,
+    target: &Target<E::Ready>,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<CpuOutcome> {
+    if interrupts.pending() {
+        return Err(Error::Interrupted);
+    }
+    // A command is checked (found on the process's PATH, a way to run it as the process's
+    // user) before anything is made in the container or the store.
+    let run_as = match &settings.command {
+        Some(command) => Some(command::prepare_for(target, &command[0]).await?),
+        None => None,
+    };
+    if interrupts.pending() {
+        return Err(Error::Interrupted);
+    }
+    target
+        .in_workdir(
+            async |workdir| {
+                let job = record_job(target, settings, workdir);
+                engine.stage(&target.ready, &target.shell, &job).await?;
+                let run = Run::new(target, workdir, &settings.output_dir, "perf")?;
+                record_and_analyse(engine, &run, &job, run_as.as_ref(), settings, interrupts).await
+            },
+            // No profiler still sampling stays in the container.
+            async |workdir| {
+                let job = record_job(target, settings, workdir);
+                engine.finish(&target.ready, &target.shell, &job).await
+            },
+        )
+        .await
+}
+
+fn record_job<R>(target: &Target<R>, settings: &CpuSettings, workdir: &str) -> RecordJob {
+    RecordJob {
+        pid: target.process.pid,
+        workdir: workdir.to_string(),
+        duration: settings.duration,
+        frequency: settings.frequency,
+        call_graph: settings.call_graph,
+        process: target.process_facts.clone(),
+    }
+}
+
+/// The window as it went: the recording, the recorder's command line (perf's own words,
+/// without a command run's launch), and the command run, if there was one.
+struct Recorded {
+    recording: Recording,
+    record_argv: Vec<String>,
+    command: Option<CommandRecord>,
+}
+
+async fn record_and_analyse<E: Engine>(
+    engine: &E,
+    run: &Run<'_, E::Ready>,
+    job: &RecordJob,
+    run_as: Option<&RunAs>,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<CpuOutcome> {
+    let target = run.target;
+    let mut timings = BTreeMap::new();
+    let jvm_options = jvm::options(&target.process_facts, &target.process.cmdline);
+    let runtime_warnings = if engine.reads_perf_maps() {
+        jit::perf_map_warnings(target.runtime, &jvm_options)
+    } else {
+        Vec::new()
+    };
+    // Printed once, before the window: the user may want to fix them and start again.
+    for warning in &runtime_warnings {
+        eprintln!("warning: {warning}");
+    }
+    let recorded = record_window(engine, run, job, run_as, settings, interrupts).await?;
+    let recording = &recorded.recording;
+    timings.insert("record".to_string(), recording.elapsed.as_millis() as u64);
+    let (mut manifest, mut warnings) =
+        window_manifest(engine, target, &recorded, runtime_warnings, settings);
+    if engine.reads_perf_maps() && recording.process_exited.is_none() {
+        match jit::write_jvm_perf_map(target, &jvm_options, interrupts).await {
+            Some(Ok(note)) => manifest.notes.push(note),
+            Some(Err(warning)) => warnings.push(warning),
+            None => {}
+        }
+    }
+    let collected = collect(
+        engine,
+        run,
+        recording,
+        &manifest,
+        &mut warnings,
+        settings,
+        interrupts,
+    )
+    .await?;
+    for (step, ms) in &collected.timings_ms {
+        timings.insert(step.to_string(), *ms);
+    }
+    // Leading runs of [unknown] frames become one root, so the graph stays readable.
+    let (folded, health) = stacks::repair(&collected.folded);
+    let samples = folded.total();
+    if samples == 0 {
+        let none = no_samples(
+            engine,
+            target,
+            &collected,
+            recorded.command.as_ref(),
+            settings,
+        );
+        // A recording of samples that folded into nothing is kept for another try.
+        if collected.reported_samples == Some(0) {
+            run.stem.discard(&collected.raw_files);
+            return Err(none);
+        }
+        return Err(run.keep(manifest, none, &again(settings, target)));
+    }
+
+    let t = Instant::now();
+    let extensions = write_graphs(
+        run,
+        &folded,
+        &collected,
+        recording,
+        &mut manifest,
+        &engine.event(&target.ready),
+        settings,
+    )?;
+    timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
+
+    let unsymbolized = folded.unsymbolized_share();
+    manifest.sample_count = samples;
+    manifest.perf_reported_samples = collected.reported_samples;
+    manifest.lost_chunks = collected.lost_chunks;
+    manifest.unsymbolized_share = (unsymbolized * 1000.0).round() / 1000.0;
+    manifest.top_functions = folded.top_self(10);
+    manifest.timings_ms = timings;
+    manifest.fold_path = collected.fold_path.map(str::to_string);
+    manifest.notes.extend(collected.notes.iter().cloned());
+
+    let mut files = manifest.record_stem_files(&run.stem, &extensions);
+    advise(
+        engine,
+        target,
+        &mut manifest,
+        &mut warnings,
+        health,
+        unsymbolized,
+        settings,
+    );
+    manifest.notes.extend(warnings.iter().cloned());
+
+    let manifest_path = manifest.write(&run.stem)?;
+    files.push((manifest_path.clone(), store::file_size(&manifest_path)));
+    Ok(CpuOutcome {
+        manifest,
+        manifest_path,
+        files,
+        warnings,
+    })
+}
+
+/// How a kept recording of this capture is folded again.
+fn again<'a, R>(settings: &CpuSettings, target: &'a Target<R>) -> Again<'a> {
+    Again::Fold {
+        call_graph: settings.call_graph,
+        container: &target.container.name,
+    }
+}
+
+/// The window: the engine's recorder over the process, or a command run under it.
+async fn record_window<E: Engine>(
+    engine: &E,
+    run: &Run<'_, E::Ready>,
+    job: &RecordJob,
+    run_as: Option<&RunAs>,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<Recorded> {
+    let target = run.target;
+    let container = &target.container.name;
+    let ready = &target.ready;
+    let event = engine.event(ready);
+    let notes = engine.notes(ready);
+    let cwd = target.process_facts.cwd.as_deref().unwrap_or("/");
+    let command_run = settings.command.as_deref().zip(run_as);
+    let (record_argv, user, label) = match command_run {
+        Some((command, _)) => {
+            let tool = engine.command_record(ready, job).ok_or_else(|| {
+                Error::Usage(format!("{} cannot record a command run", engine.name()))
+            })?;
+            let label = format!(
+                "recording `{}` in {container} ({} Hz {event})",
+                command::display(command),
+                settings.frequency
+            );
+            (tool, None, label)
+        }
+        None => {
+            let RecordCommand { argv, user } = engine.record_command(ready, job);
+            let label = format!("recording {container} ({} Hz {event})", settings.frequency);
+            (argv, user, label)
+        }
+    };
+    // A command run: perf runs it through the launch (the process's environment, working
+    // directory and user); the manifest keeps perf's own words and the command, never the
+    // environment, which only the container sees.
+    let launch = command_run.map(|(command, run_as)| Launch {
+        pid: target.process.pid,
+        cwd,
+        run_as,
+        workdir: run.workdir,
+        tool: &record_argv,
+        command,
+        name: "command",
+    });
+    let exec_argv = match &launch {
+        Some(l) => l.argv(),
+        None => record_argv.clone(),
+    };
+    let mut window = run.window(
+        &exec_argv,
+        settings.duration,
+        &label,
+        &notes,
+        engine.recorder_ends_with_target(),
+    );
+    window.user = user.as_deref();
+    window.until_command_ends = launch.is_some();
+    window.enable_on_release = engine.recorder_enables_on_release();
+    let recording = run.record(&window, interrupts).await?;
+    let command = match &launch {
+        Some(l) => {
+            let end = command::read_status(&target.shell, l).await;
+            Some(CommandRecord {
+                argv: l.command.to_vec(),
+                exit_status: end.map(|e| e.exit_status),
+                wall_s: end.map_or(recording.elapsed.as_secs_f64(), |e| e.wall_s),
+                user: l.run_as.text(),
+                cwd: cwd.to_string(),
+            })
+        }
+        None => None,
+    };
+    Ok(Recorded {
+        recording,
+        record_argv,
+        command,
+    })
+}
+
+/// The manifest as the window leaves it, and the warnings the window gave.
+fn window_manifest<E: Engine>(
+    engine: &E,
+    target: &Target<E::Ready>,
+    recorded: &Recorded,
+    runtime_warnings: Vec<String>,
+    settings: &CpuSettings,
+) -> (Manifest, Vec<String>) {
+    let Recorded {
+        recording,
+        record_argv,
+        command: command_record,
+    } = recorded;
+    let ready = &target.ready;
+    let mut manifest = manifest_for(
+        target,
+        ManifestBase {
+            kind: "cpu",
+            typed_target: &settings.target,
+            engine: engine.name(),
+            tool: engine.tool(ready),
+            window: recording.window,
+            requested: settings.duration,
+            interrupted: recording.interrupted,
+        },
+    );
+    recording.stamp(&mut manifest);
+    manifest.events = vec![engine.event(ready)];
+    manifest.frequency_hz = settings.frequency;
+    manifest.call_graph = settings.call_graph.perf_arg().into();
+    manifest.notes.extend(engine.notes(ready));
+    manifest.perf.record_command = record_argv.clone();
+    manifest.notes.extend(runtime_warnings);
+    if let Some(go) = &target.go {
+        // Said once: a stripped Go binary needs no rebuild, unlike a stripped Rust one.
+        let note = crate::runtime::go_names_note(go.stripped);
+        eprintln!("note: {note}");
+        manifest.notes.push(note.to_string());
+    }
+    let mut warnings = Vec::new();
+    if let Some(run) = command_record {
+        manifest.perf.record_command.push("--".into());
+        manifest
+            .perf
+            .record_command
+            .extend(run.argv.iter().cloned());
+        manifest.duration_recorded_s = run.wall_s;
+        manifest.duration_requested_s = 0.0;
+        match run.exit_status {
+            Some(0) => {}
+            // After Ctrl-C the command ends by the signal devprof sent it.
+            Some(_) if recording.interrupted => {}
+            Some(status) => warnings.push(format!(
+                "the command exited with status {}; the profile covers its run{}",
+                command::status_words(status),
+                command::output_tail(&recording.output.stderr, 5)
+            )),
+            None if recording.interrupted => {}
+            None => {
+                warnings.push("the command's exit status is unknown (its run was cut short)".into())
+            }
+        }
+        manifest.command = command_record.clone();
+    }
+    if let Some(at) = recording.process_exited {
+        warnings.push(format!(
+            "pid {} exited at T+{} s; the profile covers the window until then",
+            target.process.pid,
+            at.as_secs()
+        ));
+    }
+    warnings.extend(recording.paused_warning(&target.container.name));
+    (manifest, warnings)
+}
+
+/// The engine's output turned into folded stacks, under the target's watch and Ctrl-C;
+/// once the recording is home, whatever stops this keeps it.
+async fn collect<E: Engine>(
+    engine: &E,
+    run: &Run<'_, E::Ready>,
+    recording: &Recording,
+    manifest: &Manifest,
+    warnings: &mut Vec<String>,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<Collected> {
+    let target = run.target;
+    let container = &target.container.name;
+    // perf follows the map whatever it is (a link to /dev/zero, a FIFO): one that is no
+    // regular file within the limit is not handed to it.
+    let mut fold = settings.fold;
+    if engine.reads_perf_maps() {
+        let root = target.symfs();
+        if let Some(why) =
+            jit::perf_map_refused(&target.shell, target.process.pid, root.as_deref()).await
+        {
+            warnings.push(format!(
+                "{why}: perf would follow it, so it is not read; folded natively, JIT frames stay unnamed"
+            ));
+            fold = FoldPath::Native;
+        }
+    }
+    let job = CollectJob {
+        shell: &target.shell,
+        go: target.go.clone(),
+        pid: target.process.pid,
+        workdir: run.workdir,
+        recorded: &recording.output,
+        stem: &run.stem,
+        symfs: target.symfs(),
+        keep_script: settings.keep_script,
+        inline: settings.inline,
+        call_graph: settings.call_graph,
+        fold,
+    };
+    let limit = super::liveness::collect_limit(settings.duration);
+    let collecting = super::liveness::within(
+        limit,
+        container,
+        "copy-out and perf script",
+        engine.collect(&target.ready, &job),
+    );
+    run.after_window(
+        collecting,
+        "fold",
+        "folding",
+        &again(settings, target),
+        || manifest.clone(),
+        || {},
+        interrupts,
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_goes_to_py_spy_unless_perf_is_asked_for() {
+        assert_eq!(
+            choose_engine(EngineChoice::Auto, Runtime::Python, false),
+            EngineKind::PySpy
+        );
+        assert_eq!(
+            choose_engine(EngineChoice::Perf, Runtime::Python, false),
+            EngineKind::Perf
+        );
+        assert_eq!(
+            choose_engine(EngineChoice::Auto, Runtime::Node, false),
+            EngineKind::Perf
+        );
+        assert_eq!(
+            choose_engine(EngineChoice::PySpy, Runtime::Native, false),
+            EngineKind::PySpy
+        );
+    }
+
+    #[test]
+    fn auto_takes_async_profiler_for_a_jvm_only_when_there_is_one() {
+        use EngineChoice::*;
+        assert_eq!(choose_engine(Auto, Runtime::Jvm, true), EngineKind::Asprof);
+        assert_eq!(choose_engine(Auto, Runtime::Jvm, false), EngineKind::Perf);
+        assert_eq!(choose_engine(Auto, Runtime::Native, true), EngineKind::Perf);
+        assert_eq!(choose_engine(Perf, Runtime::Jvm, true), EngineKind::Perf);
+        assert_eq!(
+            choose_engine(Asprof, Runtime::Jvm, false),
+            EngineKind::Asprof
+        );
+    }
+}

@@ -1,0 +1,264 @@
+//! The shell script a recorder runs in its container: it writes the pidfile, says it is
+//! ready, waits to be released on its stdin, says it starts, and records. A perf recorder
+//! in a session is started before the release with its events disabled and enabled by it
+//! (`perf record -D -1 --control fifo:...`), so that its start-up is not in the window.
+
+use super::RECORDER_PIDFILE;
+use crate::text::quote;
+use std::time::Duration;
+
+/// The line the record script prints right before it becomes the recorder (or enables it):
+/// its arrival is the start of the window as seen from here, outside a session.
+pub const START_MARKER: &str = "devprof-recorder-started";
+
+/// The line the record script prints once it runs and waits to be released.
+pub const READY_MARKER: &str = "devprof-recorder-ready";
+
+/// A shell function: `wait_until NS` sleeps until NS (ns since the Unix epoch) by the
+/// container's clock, which is its kernel's (this host's, for a local engine). It fails,
+/// without waiting, when `date` gives no nanoseconds (busybox) or NS is more than 5 s
+/// away (another host's clock): the caller then goes on at once. A session sends each
+/// recorder and armed stop its instant ahead (`at:NS`), so that how long the line takes
+/// to reach each container does not spread their starts and stops.
+pub const WAIT_UNTIL_FN: &str = "wait_until() { n=$(date +%s%N 2>/dev/null); \
+     case \"$n\" in ''|*[!0-9]*) return 1;; esac; d=$(($1 - n)); [ $d -gt 0 ] || return 0; \
+     [ $d -lt 5000000000 ] || return 1; \
+     sleep \"$(printf '%d.%09d' $((d / 1000000000)) $((d % 1000000000)))\" 2>/dev/null; }; ";
+
+/// After the release line is read into `$_go`: waits for its instant when it names one,
+/// running `otherwise` where the container cannot (`true`: go on at once).
+pub fn wait_for_release(otherwise: &str) -> String {
+    format!("case \"$_go\" in at:*[!0-9]*) ;; at:?*) wait_until \"${{_go#at:}}\" || {otherwise};; esac; ")
+}
+
+/// Files of a controlled start in the workdir: perf's control and ack fifos, its stderr.
+pub const CONTROL_FIFO: &str = "perf.ctl";
+const ACK_FIFO: &str = "perf.ack";
+const RECORDER_STDERR: &str = "perf.err";
+
+/// How long a controlled perf's `sleep` runs past the window: it starts before the gate,
+/// and the session's armed stop (or the deadlines) end it at the window's end.
+const CONTROLLED_SLACK: Duration = Duration::from_secs(600);
+
+/// `perf record ... -- sleep SECONDS` started with its events disabled (`-D -1`) and a
+/// control fifo (`--control fifo:CTL,ACK`), its sleep long enough to outlast the wait at
+/// the gate; None when `argv` does not have that shape.
+pub fn controlled_argv(argv: &[String], workdir: &str, duration: Duration) -> Option<Vec<String>> {
+    let record = argv.iter().position(|a| a == "record")?;
+    let n = argv.len();
+    if n < record + 4 || argv[n - 3] != "--" || argv[n - 2] != "sleep" {
+        return None;
+    }
+    let mut out = argv[..=record].to_vec();
+    out.extend([
+        "-D".to_string(),
+        "-1".to_string(),
+        "--control".to_string(),
+        format!("fifo:{workdir}/{CONTROL_FIFO},{workdir}/{ACK_FIFO}"),
+    ]);
+    out.extend_from_slice(&argv[record + 1..n - 1]);
+    out.push(format!("{}", (duration + CONTROLLED_SLACK).as_secs_f64()));
+    Some(out)
+}
+
+/// The shell script that runs the recorder: it writes the pidfile, says it is ready, waits
+/// for the release on its stdin, says it starts, and records. With a controlled perf, perf
+/// is started first and is ready (its events opened, disabled) before the script says so;
+/// the release enables them. Where the fifos cannot be made, the ordinary way.
+pub fn record_script(argv: &[String], controlled: Option<&[String]>, workdir: &str) -> String {
+    let join = |argv: &[String]| argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
+    let pidfile = quote(&format!("{workdir}/{RECORDER_PIDFILE}"));
+    let ordinary = format!(
+        "{WAIT_UNTIL_FN}echo $$ > {pidfile}; echo {READY_MARKER}; read _go || exit 0; \
+         {wait}echo {START_MARKER}; exec {cmd}",
+        wait = wait_for_release("true"),
+        cmd = join(argv)
+    );
+    let Some(controlled) = controlled else {
+        return ordinary;
+    };
+    let (ctl, ack, err) = (
+        quote(&format!("{workdir}/{CONTROL_FIFO}")),
+        quote(&format!("{workdir}/{ACK_FIFO}")),
+        quote(&format!("{workdir}/{RECORDER_STDERR}")),
+    );
+    // Readiness is perf's own "Events disabled" line, read with shell builtins only; a
+    // perf that exits before it is ready ends the script with its status and its words.
+    // The fifo is opened read-write to enable: that never blocks, even if perf is gone.
+    format!(
+        "{WAIT_UNTIL_FN}rm -f {ctl} {ack} {err}; \
+         if ! mkfifo -m 600 {ctl} {ack} 2>/dev/null; then {ordinary}; fi; \
+         {cmd} 2>{err} & p=$!; echo $p > {pidfile}; \
+         ready() {{ while IFS= read -r l; do case \"$l\" in 'Events disabled'*) return 0;; esac; done < {err}; return 1; }}; \
+         i=0; until ready; do \
+           if ! kill -0 $p 2>/dev/null; then wait $p; rc=$?; cat {err} >&2; exit $rc; fi; \
+           i=$((i+1)); [ $i -lt 1200 ] || break; sleep 0.05; \
+         done; \
+         echo {READY_MARKER}; \
+         read _go || {{ kill -INT $p; wait $p; exit 0; }}; \
+         {wait}echo enable 1<> {ctl}; echo {START_MARKER}; \
+         wait $p; rc=$?; cat {err} >&2; exit $rc",
+        wait = wait_for_release("true"),
+        cmd = join(controlled)
+    )
+}
+
+/// perf's stderr without the lines a controlled start makes it print.
+pub fn without_control_lines(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| !matches!(l.trim(), "Events disabled" | "Events enabled"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_controlled_perf_starts_disabled_with_a_control_fifo_and_outlasts_the_gate() {
+        let argv = strings(&[
+            "/usr/bin/perf",
+            "record",
+            "-F",
+            "99",
+            "-g",
+            "-p",
+            "6",
+            "-o",
+            "/tmp/d/perf.data",
+            "--",
+            "sleep",
+            "5",
+        ]);
+        let controlled = controlled_argv(&argv, "/tmp/d", Duration::from_secs(5)).unwrap();
+        assert_eq!(
+            controlled,
+            strings(&[
+                "/usr/bin/perf",
+                "record",
+                "-D",
+                "-1",
+                "--control",
+                "fifo:/tmp/d/perf.ctl,/tmp/d/perf.ack",
+                "-F",
+                "99",
+                "-g",
+                "-p",
+                "6",
+                "-o",
+                "/tmp/d/perf.data",
+                "--",
+                "sleep",
+                "605",
+            ])
+        );
+        // Other shapes run the ordinary way.
+        let pyspy = strings(&[
+            "py-spy",
+            "record",
+            "-o",
+            "x",
+            "--duration",
+            "5",
+            "--pid",
+            "7",
+        ]);
+        assert_eq!(
+            controlled_argv(&pyspy, "/tmp/d", Duration::from_secs(5)),
+            None
+        );
+        assert_eq!(
+            controlled_argv(&strings(&["perf", "record"]), "/d", Duration::ZERO),
+            None
+        );
+    }
+
+    #[test]
+    fn a_controlled_start_hides_only_the_lines_it_makes_perf_print() {
+        let stderr =
+            "Events disabled\nEvents enabled\n[ perf record: Woken up 2 times to write data ]\n";
+        assert_eq!(
+            without_control_lines(stderr),
+            "[ perf record: Woken up 2 times to write data ]\n"
+        );
+    }
+
+    /// The controlled script on this host, with a stand-in for perf that prints what perf
+    /// prints, waits for `enable` on its control fifo and exits when signalled: ready only
+    /// once "Events disabled" is there, enabled on release, perf's words on stderr after.
+    #[test]
+    fn the_controlled_script_is_ready_once_perf_is_and_enables_it_on_release() {
+        use std::io::{BufRead, BufReader, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let wd = dir.path().to_str().unwrap().to_string();
+        let fake = dir.path().join("fake-perf");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\n\
+             ctl=${5#fifo:}; ctl=${ctl%%,*}\n\
+             sleep 0.3; echo 'Events disabled' >&2\n\
+             read cmd < \"$ctl\"; echo \"got $cmd\" > \"$(dirname \"$ctl\")/enabled\"\n\
+             echo 'Events enabled' >&2; echo '[ perf record: Captured and wrote 0.1 MB ]' >&2\n\
+             exit 0\n",
+        )
+        .unwrap();
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&fake)
+            .status()
+            .unwrap();
+        let argv = strings(&[
+            fake.to_str().unwrap(),
+            "record",
+            "-p",
+            "1",
+            "--",
+            "sleep",
+            "5",
+        ]);
+        let controlled = controlled_argv(&argv, &wd, Duration::from_secs(5)).unwrap();
+        let script = record_script(&argv, Some(&controlled), &wd);
+        // Under a deadline: a script that never says it is ready fails the test, not CI.
+        let mut child = std::process::Command::new("timeout")
+            .args(["30", "sh", "-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), READY_MARKER);
+        assert!(
+            !dir.path().join("enabled").exists(),
+            "enabled before the release"
+        );
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), START_MARKER);
+        let done = child.wait_with_output().unwrap();
+        assert!(done.status.success());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("enabled"))
+                .unwrap()
+                .trim(),
+            "got enable"
+        );
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert!(stderr.contains("Captured and wrote"), "{stderr}");
+        let pid: u32 = std::fs::read_to_string(dir.path().join(RECORDER_PIDFILE))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(pid > 0);
+    }
+}

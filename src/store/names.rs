@@ -1,0 +1,249 @@
+//! The grammar of the names the store answers to. A TARGET is, in this order: a container
+//! name (its directory in the store), a container id prefix (hex, as the manifests record
+//! the id), or a compose service, `SERVICE` or `PROJECT/SERVICE` when several projects run
+//! one. Manifests record the compose project and service; captures from before they did
+//! are matched by their container's name, which compose makes `<project>-<service>-N`
+//! (`<project>_<service>_N` before Compose v2).
+
+use crate::error::{Error, Result};
+use crate::store::catalog::Capture;
+use crate::store::valid_container_name;
+use std::collections::BTreeMap;
+
+/// A target name as typed, checked against the grammar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetName {
+    /// A container name, an id prefix or a service: which one, the store decides.
+    Plain(String),
+    /// `PROJECT/SERVICE`.
+    Service { project: String, service: String },
+}
+
+impl TargetName {
+    /// `NAME` or `PROJECT/SERVICE`, each part a Docker name (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`).
+    pub fn parse(text: &str) -> Option<TargetName> {
+        match text.split_once('/') {
+            None if valid_container_name(text) => Some(TargetName::Plain(text.to_string())),
+            Some((project, service))
+                if valid_container_name(project) && valid_container_name(service) =>
+            {
+                Some(TargetName::Service {
+                    project: project.to_string(),
+                    service: service.to_string(),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The usage error for a text that is not a target name.
+    pub fn invalid(text: &str, what: &str) -> Error {
+        Error::Usage(format!(
+            "{what} '{text}' is not a target name: a container name, a container id prefix, a compose SERVICE or PROJECT/SERVICE (letters, digits, '_', '.', '-')"
+        ))
+    }
+}
+
+/// The compose project and service a container directory's name gives for `service`:
+/// `Some(project)` when `dir` is `<project>-<service>-N` or `<project>_<service>_N`.
+pub fn legacy_project<'a>(dir: &'a str, service: &str) -> Option<&'a str> {
+    for sep in ['-', '_'] {
+        let Some((head, n)) = dir.rsplit_once(sep) else {
+            continue;
+        };
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Some(project) = head.strip_suffix(service).and_then(|p| p.strip_suffix(sep)) else {
+            continue;
+        };
+        if !project.is_empty() {
+            return Some(project);
+        }
+    }
+    None
+}
+
+/// The compose project of `dir`'s captures if they are of `service`: from the newest
+/// manifest that records one, else (a store written before manifests recorded them) from
+/// the directory's name.
+fn project_of(dir: &str, captures: &[&Capture], service: &str) -> Option<String> {
+    let recorded = captures
+        .iter()
+        .rev()
+        .find(|c| c.manifest.container.service.is_some());
+    match recorded {
+        Some(c) if c.manifest.container.service.as_deref() == Some(service) => {
+            Some(c.manifest.container.project.clone().unwrap_or_default())
+        }
+        Some(_) => None,
+        None => legacy_project(dir, service).map(str::to_string),
+    }
+}
+
+/// The container directories `target` names among `captures` (every capture in the
+/// store): an exact directory name, else the directories whose captures' container id
+/// starts with it, else those of the compose service. A service that several projects
+/// have is an error listing `PROJECT/SERVICE` for each; nothing matching is `Ok(empty)`.
+pub fn resolve(target: &TargetName, captures: &[Capture]) -> Result<Vec<String>> {
+    let mut by_dir: BTreeMap<&str, Vec<&Capture>> = BTreeMap::new();
+    for c in captures {
+        by_dir.entry(c.container.as_str()).or_default().push(c);
+    }
+    let (project, service) = match target {
+        TargetName::Plain(name) => {
+            if by_dir.contains_key(name.as_str()) {
+                return Ok(vec![name.clone()]);
+            }
+            if name.bytes().all(|b| b.is_ascii_hexdigit()) {
+                let by_id: Vec<String> = by_dir
+                    .iter()
+                    .filter(|(_, cs)| {
+                        cs.iter()
+                            .any(|c| c.manifest.container.id.starts_with(name.as_str()))
+                    })
+                    .map(|(d, _)| d.to_string())
+                    .collect();
+                if !by_id.is_empty() {
+                    return Ok(by_id);
+                }
+            }
+            (None, name.as_str())
+        }
+        TargetName::Service { project, service } => (Some(project.as_str()), service.as_str()),
+    };
+    let mut projects: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (dir, cs) in &by_dir {
+        if let Some(p) = project_of(dir, cs, service) {
+            if project.is_none_or(|want| want == p) {
+                projects.entry(p).or_default().push(dir.to_string());
+            }
+        }
+    }
+    if projects.len() > 1 {
+        return Err(Error::AmbiguousTarget {
+            target: service.to_string(),
+            containers: projects
+                .iter()
+                .map(|(p, dirs)| format!("{p}/{service} (captures in {})", dirs.join(", ")))
+                .collect(),
+        });
+    }
+    Ok(projects.into_values().flatten().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{ContainerRecord, Manifest};
+    use std::path::PathBuf;
+
+    fn capture(dir: &str, id: &str, compose: Option<(&str, &str)>) -> Capture {
+        let created = chrono::DateTime::parse_from_rfc3339("2026-11-22T10:15:00+00:00").unwrap();
+        Capture {
+            container: dir.into(),
+            dir: PathBuf::from("profiling").join(dir),
+            manifest_path: PathBuf::from("profiling").join(dir).join("cpu.json"),
+            manifest: Manifest {
+                container: ContainerRecord {
+                    name: dir.into(),
+                    id: id.into(),
+                    image: String::new(),
+                    project: compose.map(|(p, _)| p.into()),
+                    service: compose.map(|(_, s)| s.into()),
+                },
+                ..Default::default()
+            },
+            created,
+        }
+    }
+
+    fn plain(s: &str) -> TargetName {
+        TargetName::parse(s).unwrap()
+    }
+
+    #[test]
+    fn the_grammar_takes_names_and_project_slash_service() {
+        assert_eq!(
+            plain("op-reth-seq"),
+            TargetName::Plain("op-reth-seq".into())
+        );
+        assert_eq!(
+            plain("devnet/op-reth-seq"),
+            TargetName::Service {
+                project: "devnet".into(),
+                service: "op-reth-seq".into()
+            }
+        );
+        for bad in ["", "a/b/c", "/x", "x/", "../x", "a b", ".x"] {
+            assert_eq!(TargetName::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn compose_container_names_give_their_project() {
+        assert_eq!(
+            legacy_project("devnet-op-reth-seq-1", "op-reth-seq"),
+            Some("devnet")
+        );
+        assert_eq!(
+            legacy_project("devnet_op-reth-seq_2", "op-reth-seq"),
+            Some("devnet")
+        );
+        assert_eq!(legacy_project("my-net-seq-10", "seq"), Some("my-net"));
+        for (dir, service) in [
+            ("op-reth-seq", "op-reth-seq"),
+            ("devnet-op-reth-seq", "op-reth-seq"),
+            ("devnet-op-reth-seq-x", "op-reth-seq"),
+            ("-op-reth-seq-1", "op-reth-seq"),
+            ("devnet-reth-seq-1", "op-reth-seq"),
+        ] {
+            assert_eq!(legacy_project(dir, service), None, "{dir} {service}");
+        }
+    }
+
+    #[test]
+    fn a_target_is_a_name_an_id_prefix_or_a_service() {
+        let store = vec![
+            capture("demo-seq", "aa11", None),
+            capture(
+                "devnet-op-reth-seq-1",
+                "bb22",
+                Some(("devnet", "op-reth-seq")),
+            ),
+            capture("other-rpc-1", "cc33", Some(("other", "rpc"))),
+        ];
+        let dirs = |t: &str| resolve(&plain(t), &store).unwrap();
+        assert_eq!(dirs("demo-seq"), vec!["demo-seq"]);
+        assert_eq!(dirs("bb"), vec!["devnet-op-reth-seq-1"]);
+        assert_eq!(dirs("op-reth-seq"), vec!["devnet-op-reth-seq-1"]);
+        assert_eq!(dirs("devnet/op-reth-seq"), vec!["devnet-op-reth-seq-1"]);
+        assert!(dirs("other/op-reth-seq").is_empty());
+        assert!(dirs("seq").is_empty());
+        assert!(dirs("dd").is_empty());
+    }
+
+    #[test]
+    fn old_captures_are_found_by_their_container_names_compose_pattern() {
+        let store = vec![
+            capture("devnet-op-reth-seq-1", "aa", None),
+            capture("devnet-op-reth-seq-2", "bb", None),
+            capture("legacy_op-reth-seq_1", "cc", None),
+            capture("devnet-op-reth-1", "dd", None),
+        ];
+        let dirs = |t: &str| resolve(&plain(t), &store);
+        assert_eq!(
+            dirs("devnet/op-reth-seq").unwrap(),
+            vec!["devnet-op-reth-seq-1", "devnet-op-reth-seq-2"]
+        );
+        assert_eq!(
+            dirs("legacy/op-reth-seq").unwrap(),
+            vec!["legacy_op-reth-seq_1"]
+        );
+        assert_eq!(dirs("op-reth").unwrap(), vec!["devnet-op-reth-1"]);
+        // Two projects run the service: the error names each as PROJECT/SERVICE.
+        let err = dirs("op-reth-seq").unwrap_err().to_string();
+        assert!(err.contains("devnet/op-reth-seq"), "{err}");
+        assert!(err.contains("legacy/op-reth-seq"), "{err}");
+    }
+}
