@@ -479,7 +479,10 @@ fn a_sessions_perf_recorders_stop_within_250_ms_by_their_last_samples() {
         let first = instant(&span["first_at"]);
         let last = instant(&span["last_at"]);
         assert!(last > first, "{span}");
-        if span["source"] == "samples" {
+        if span["source"] == "samples" || span["source"] == CUT_SOURCE {
+            if span["source"] == CUT_SOURCE {
+                check_cut_to_window(cwd.path(), &session, span);
+            }
             firsts.push(first);
             lasts.push(last);
             // Only a recorder sampling its process densely has a last sample that marks
@@ -523,3 +526,57 @@ fn a_sessions_perf_recorders_stop_within_250_ms_by_their_last_samples() {
 
 /// Samples per second above which a capture's last sample marks its recorder's stop.
 const DENSE_SAMPLES_PER_S: f64 = 200.0;
+
+/// The span's source for a capture whose recorder took samples outside the session's
+/// window, judged by its copy cut to that window.
+const CUT_SOURCE: &str = "samples in the session's window";
+
+/// A capture cut to the session's window: its manifest lists the cut files and says what
+/// was left out, the cut holds fewer samples than the whole recording (which stays), and
+/// its last sample is inside the window (to 10 ms, and the stamps' milliseconds).
+fn check_cut_to_window(cwd: &Path, session: &serde_json::Value, span: &serde_json::Value) {
+    let capture = session["captures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["container"] == span["container"] && c["kind"] == span["kind"])
+        .unwrap();
+    let manifest_path = cwd
+        .join("profiling")
+        .join(capture["manifest"].as_str().unwrap());
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    let folded_total = |ext: &str| -> u64 {
+        let text = std::fs::read_to_string(manifest_path.with_extension(ext)).unwrap();
+        text.lines()
+            .filter_map(|l| l.rsplit_once(' '))
+            .map(|(_, n)| n.parse::<u64>().unwrap())
+            .sum()
+    };
+    assert!(
+        folded_total("session.folded") < folded_total("folded"),
+        "{manifest}"
+    );
+    let files: Vec<&str> = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        files.iter().any(|f| f.ends_with(".session.timeline")),
+        "{files:?}"
+    );
+    assert!(
+        manifest["notes"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .starts_with("cut to the session's window")),
+        "{manifest}"
+    );
+    let end = instant(&session["started_at"])
+        + chrono::Duration::milliseconds(
+            (session["duration_requested_s"].as_f64().unwrap() * 1000.0) as i64 + 12,
+        );
+    assert!(instant(&span["last_at"]) <= end, "{span} after {end}");
+}

@@ -5,10 +5,27 @@
 //! stamped on this host).
 
 use super::Captured;
-use crate::profile::timeline::Timeline;
+use crate::error::{Error, Result};
+use crate::profile::folded::Folded;
+use crate::profile::stacks;
+use crate::profile::timeline::{Sample, Timeline};
+use crate::render::write_folded_file;
 use crate::store::session::{clock_shift_of, Alignment, CaptureSpan, SessionEndpoint};
+use crate::store::Stem;
 use chrono::{DateTime, Local, SecondsFormat, TimeZone};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The files of a perf capture cut to its session's common window, beside the whole
+/// recording's (extensions after the stem).
+pub const SESSION_FOLDED: &str = "session.folded";
+pub const SESSION_TIMELINE: &str = "session.timeline";
+
+/// A span's source when its samples are those of the capture cut to the session's window.
+pub const CUT_SOURCE: &str = "samples in the session's window";
+
+/// How far outside the session's window a capture's samples may lie before it is cut: the
+/// window's own instants are known to about this (a release line and a clock read).
+const CUT_SLACK_NS: i64 = 10_000_000;
 
 /// The session's alignment from its finished captures: (container, kind, capture).
 pub fn measure<'a>(
@@ -19,17 +36,19 @@ pub fn measure<'a>(
     let mut firsts = Vec::new();
     let mut lasts = Vec::new();
     for (container, kind, done) in captures {
-        let timeline = done
-            .files
-            .iter()
-            .find(|(p, _)| p.extension().is_some_and(|e| e == "timeline"));
+        let timeline = session_timeline(done);
         let shift = clock_shift_of(endpoints, container).map_or(0, |s| s.ns);
+        let cut = timeline.is_some_and(|(p, _)| {
+            p.to_string_lossy()
+                .ends_with(&format!(".{SESSION_TIMELINE}"))
+        });
         let span = match timeline.and_then(|(p, _)| sample_span(p)) {
             Some((first, last)) => {
                 let (first, last) = (first - shift, last - shift);
                 firsts.push(first);
                 lasts.push(last);
-                Some(("samples", unix_text(first), unix_text(last)))
+                let source = if cut { CUT_SOURCE } else { "samples" };
+                Some((source, unix_text(first), unix_text(last)))
             }
             None => done
                 .manifest
@@ -51,6 +70,103 @@ pub fn measure<'a>(
     alignment.first_sample_spread_ms = spread_ms(&firsts);
     alignment.last_sample_spread_ms = spread_ms(&lasts);
     alignment
+}
+
+/// The timeline a session judges a capture by: the one cut to the session's window where
+/// there is one, else the whole recording's (never a `--repeat` part's).
+fn session_timeline(done: &Captured) -> Option<&(PathBuf, u64)> {
+    let named = |suffix: &str| {
+        done.files
+            .iter()
+            .find(|(p, _)| p.to_string_lossy().ends_with(suffix))
+    };
+    let stem = Stem::of_manifest(&done.manifest_path)?;
+    named(&format!(".{SESSION_TIMELINE}")).or_else(|| named(&stem.file_name("timeline")))
+}
+
+/// Cuts every perf capture whose samples reach outside the session's window, `start_ns` to
+/// `end_ns` (ns since the Unix epoch on this host's clock), to that window: a perf recorder
+/// on a loaded host may take its last samples a few hundred ms after the stop was asked
+/// for. The whole recording stays as it is; the cut is written beside it
+/// (`<stem>.session.folded`, `<stem>.session.timeline`), listed in the capture's manifest
+/// with a note saying how many samples fell outside. Returns each capture's failure to be
+/// cut, which leaves its whole recording to stand for it.
+pub fn cut_to_window<'a>(
+    captures: impl IntoIterator<Item = (&'a str, &'a mut Captured)>,
+    endpoints: &[SessionEndpoint],
+    start_ns: i64,
+    end_ns: i64,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (container, done) in captures {
+        let shift = clock_shift_of(endpoints, container).map_or(0, |s| s.ns);
+        if let Err(e) = cut_one(done, shift, start_ns, end_ns) {
+            failures.push(format!("{container}: not cut to the session's window: {e}"));
+        }
+    }
+    failures
+}
+
+fn cut_one(done: &mut Captured, shift: i64, start_ns: i64, end_ns: i64) -> Result<()> {
+    let Some(stem) = Stem::of_manifest(&done.manifest_path) else {
+        return Ok(());
+    };
+    let path = stem.path("timeline");
+    if !done.files.iter().any(|(p, _)| *p == path) {
+        return Ok(()); // no per-sample times: the engine states its window instead
+    }
+    let file =
+        std::fs::File::open(&path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let timeline = Timeline::read(std::io::BufReader::new(file))
+        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    let Some(offset) = timeline.to_unix_ns() else {
+        return Ok(()); // a timeline that does not know its clock cannot be placed
+    };
+    let (inside, before, after) = within(
+        &timeline.samples,
+        start_ns - CUT_SLACK_NS + shift - offset,
+        end_ns + CUT_SLACK_NS + shift - offset,
+    );
+    if before == 0 && after == 0 {
+        return Ok(());
+    }
+    let (folded, _) = stacks::repair(&Folded::from_pairs(timeline.totals_of(&inside).into_iter()));
+    write_folded_file(&folded, &stem.path(SESSION_FOLDED))?;
+    let cut_path = stem.path(SESSION_TIMELINE);
+    let out = std::fs::File::create(&cut_path)
+        .map_err(|e| Error::io(format!("create {}", cut_path.display()), e))?;
+    timeline
+        .write_part(&inside, std::io::BufWriter::new(out))
+        .map_err(|e| Error::io(format!("write {}", cut_path.display()), e))?;
+    let manifest = &mut done.manifest;
+    let files = manifest.record_stem_files(&stem, &[SESSION_FOLDED, SESSION_TIMELINE]);
+    manifest.notes.push(format!(
+        "cut to the session's window in {} and {}: {before} samples before it and {after} \
+         after it (the recorder stopping late) are left out there; the other files hold the \
+         whole recording",
+        stem.file_name(SESSION_FOLDED),
+        stem.file_name(SESSION_TIMELINE),
+    ));
+    manifest.write(&stem)?;
+    done.files.extend(files);
+    Ok(())
+}
+
+/// The samples from `lo` to `hi` (timeline ns, inclusive), and how many fell before and
+/// after.
+fn within(samples: &[Sample], lo: i64, hi: i64) -> (Vec<Sample>, usize, usize) {
+    let (mut before, mut after) = (0, 0);
+    let inside = samples
+        .iter()
+        .filter(|s| {
+            let t = s.time_ns as i64;
+            before += usize::from(t < lo);
+            after += usize::from(t > hi);
+            (lo..=hi).contains(&t)
+        })
+        .copied()
+        .collect();
+    (inside, before, after)
 }
 
 /// The first and last sample of a timeline, in ns since the Unix epoch (None when the
@@ -90,6 +206,23 @@ mod tests {
             spread_ms(&[5_000_000_000, 5_120_000_000, 4_990_000_000]),
             Some(130)
         );
+    }
+
+    #[test]
+    fn a_cut_keeps_the_samples_inside_the_window_and_counts_the_rest() {
+        let at = |t: u64| Sample {
+            time_ns: t,
+            thread: 0,
+            stack: 0,
+            weight: 1,
+        };
+        let samples: Vec<Sample> = [90, 100, 150, 200, 201, 260].map(at).to_vec();
+        let (inside, before, after) = within(&samples, 100, 200);
+        assert_eq!(
+            inside.iter().map(|s| s.time_ns).collect::<Vec<_>>(),
+            [100, 150, 200]
+        );
+        assert_eq!((before, after), (1, 2));
     }
 
     #[test]

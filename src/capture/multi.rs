@@ -337,7 +337,7 @@ pub async fn run_session(
             line.recording();
         }
     };
-    let (captures, readings, ()) = tokio::join!(join_all(runs), join_all(meters), announce);
+    let (mut captures, readings, ()) = tokio::join!(join_all(runs), join_all(meters), announce);
     let readings: BTreeMap<String, std::result::Result<CpuReading, String>> =
         readings.into_iter().collect();
     for line in lines.values() {
@@ -362,6 +362,18 @@ pub async fn run_session(
             e.context,
             clock_text(after)
         );
+    }
+    // Perf recorders that took samples past the window (stopping late on a loaded host)
+    // get a copy cut to it; their whole recordings stay.
+    if let (Some(_), Some(start_ns)) = (gate.opened_at(), started_at.timestamp_nanos_opt()) {
+        let end_ns = start_ns.saturating_add(settings.duration.as_nanos() as i64);
+        let done = captures.iter_mut().filter_map(|c| match &mut c.result {
+            Ok(done) => Some((c.container.as_str(), done)),
+            Err(_) => None,
+        });
+        for failure in super::alignment::cut_to_window(done, &endpoints, start_ns, end_ns) {
+            progress::note(None, &format!("warning: {failure}"));
+        }
     }
     let rows = chosen
         .iter()

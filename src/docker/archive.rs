@@ -147,7 +147,9 @@ where
         let Some(target) = rename(&relative) else {
             continue;
         };
-        let size = entry.header().size().unwrap_or(u64::MAX);
+        // The entry's size, a pax record's where there is one: a Go tar writer (the
+        // engine's) puts a size past 8 GiB there and 0 in the header.
+        let size = entry.size();
         total = total.saturating_add(size);
         if total > limit.bytes {
             return Err(ArchiveError::TooLarge {
@@ -540,6 +542,34 @@ mod tests {
             shown.contains("limit of 1.0 GiB for a heap dump"),
             "{shown}"
         );
+
+        // The size in a pax record (as the engine writes a file of 8 GiB or more), with 0
+        // in the entry's own header: refused by that size, before a byte is read.
+        let record = b"19 size=8589934592\n";
+        let mut pax = tar::Header::new_ustar();
+        pax.set_path("PaxHeaders/huge.heap").unwrap();
+        pax.set_entry_type(tar::EntryType::XHeader);
+        pax.set_size(record.len() as u64);
+        pax.set_mode(0o644);
+        pax.set_cksum();
+        let mut plain = tar::Header::new_ustar();
+        plain.set_path("huge.heap").unwrap();
+        plain.set_entry_type(tar::EntryType::Regular);
+        plain.set_size(0);
+        plain.set_mode(0o644);
+        plain.set_cksum();
+        let mut padded_record = record.to_vec();
+        padded_record.resize(512, 0);
+        let mut pax_tar: Vec<u8> = pax.as_bytes().to_vec();
+        pax_tar.extend(padded_record);
+        pax_tar.extend(plain.as_bytes());
+        pax_tar.extend(hand_made_tar(&[("ok", tar::EntryType::Regular, b"fine")]));
+        let err = extract(&pax_tar[..], dir.path(), keep_name, CopyLimit::HEAP_DUMP).unwrap_err();
+        assert!(
+            matches!(err, ArchiveError::TooLarge { size, .. } if size == 8 << 30),
+            "{err:?}"
+        );
+        assert!(files_in(dir.path()).is_empty());
 
         // Several entries count together.
         let small = CopyLimit {

@@ -112,8 +112,10 @@ pub struct Alignment {
 pub struct CaptureSpan {
     pub container: String,
     pub kind: String,
-    /// `samples` (first and last sample times from the timeline) or `stated window` (the
-    /// window the engine says it covered).
+    /// `samples` (first and last sample times from the timeline), `samples in the
+    /// session's window` (the same, from the copy cut to the session's window, when the
+    /// recorder took samples outside it) or `stated window` (the window the engine says it
+    /// covered).
     pub source: String,
     pub first_at: String,
     pub last_at: String,
