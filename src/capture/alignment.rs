@@ -11,14 +11,9 @@ use crate::profile::stacks;
 use crate::profile::timeline::{Sample, Timeline};
 use crate::render::write_folded_file;
 use crate::store::session::{clock_shift_of, Alignment, CaptureSpan, SessionEndpoint};
-use crate::store::Stem;
+use crate::store::{Stem, SESSION_FOLDED, SESSION_TIMELINE};
 use chrono::{DateTime, Local, SecondsFormat, TimeZone};
 use std::path::{Path, PathBuf};
-
-/// The files of a perf capture cut to its session's common window, beside the whole
-/// recording's (extensions after the stem).
-pub const SESSION_FOLDED: &str = "session.folded";
-pub const SESSION_TIMELINE: &str = "session.timeline";
 
 /// A span's source when its samples are those of the capture cut to the session's window.
 pub const CUT_SOURCE: &str = "samples in the session's window";

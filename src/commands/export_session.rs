@@ -19,6 +19,7 @@ use crate::settings::store::{ExportFormat, ExportSettings};
 use crate::store::catalog::Capture;
 use crate::store::loader::{self, ProfileRef};
 use crate::store::session::{self, clock_shift_of, ClockShift, SessionRecord, SESSIONS_DIR};
+use crate::store::{SESSION_FOLDED, SESSION_TIMELINE};
 use std::path::{Path, PathBuf};
 
 /// A session manifest and where it is.
@@ -157,14 +158,27 @@ fn load(container: &str, manifest: &Path) -> Result<Loaded> {
             manifest.display()
         ))
     })?;
-    let folded_path = capture
-        .file_with_extension("folded")
-        .ok_or_else(|| Error::Usage(format!("{} lists no .folded file", manifest.display())))?;
+    // A capture cut to the session's window is exported as cut; its other files hold the
+    // whole recording.
+    let cut_file = |ext: &str| -> Option<PathBuf> {
+        let path = capture.manifest_path.with_extension(ext);
+        let name = path.file_name()?.to_str()?;
+        let listed = capture.manifest.files.iter().any(|f| f.name == name);
+        (listed && path.is_file()).then_some(path)
+    };
+    let cut = cut_file(SESSION_FOLDED).zip(cut_file(SESSION_TIMELINE));
+    let folded_path = match &cut {
+        Some((folded, _)) => folded.clone(),
+        None => capture
+            .file_with_extension("folded")
+            .ok_or_else(|| Error::Usage(format!("{} lists no .folded file", manifest.display())))?,
+    };
     let folded = loader::read(&folded_path)?;
-    let timeline = match capture
-        .file_with_extension("timeline")
-        .filter(|p| p.is_file())
-    {
+    let timeline_path = match &cut {
+        Some((_, timeline)) => Some(timeline.clone()),
+        None => capture.file_with_extension("timeline"),
+    };
+    let timeline = match timeline_path.filter(|p| p.is_file()) {
         Some(path) => Some(read_timeline(&path)?),
         None => None,
     };
@@ -186,6 +200,8 @@ fn load(container: &str, manifest: &Path) -> Result<Loaded> {
         Some(t) if t.clock.is_none() => Some(
             "its timeline does not say which clock perf used: placed from the capture's start".into(),
         ),
+        // A cut capture's manifest says what was left out; a note here would show as one
+        // more marker among the node's own.
         Some(_) => None,
     };
     let unit = if capture.manifest.kind == "offcpu" {

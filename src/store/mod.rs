@@ -51,6 +51,11 @@ pub const HEAP_PLOT: &str = "dumps.svg";
 pub const THREADS_PLOT: &str = "threads.svg";
 pub const BANDWIDTH_PLOT: &str = "bandwidth.svg";
 
+/// A session's perf capture that sampled outside the session's window also has these,
+/// cut to that window (capture/alignment.rs), beside its whole recording's files.
+pub const SESSION_FOLDED: &str = "session.folded";
+pub const SESSION_TIMELINE: &str = "session.timeline";
+
 /// A capture's file stem, e.g. `profiling/demo-seq/perf-20261122-101500`. Reserving one
 /// creates its manifest file, so two captures in the same second never share a stem.
 #[derive(Debug, Clone)]
