@@ -147,11 +147,13 @@ pub(super) fn stop_script(workdir: &str) -> String {
 
 /// Shell text defining `catches_int`: whether process `$p` is no longer the shell that
 /// starts the recorder (that shell handles SIGINT itself, by exiting) and has a handler for
-/// SIGINT (bit 2 of the `SigCgt` mask in /proc/PID/status, in the mask's last hex digit).
+/// SIGINT (signal 2: the value 2 in the `SigCgt` mask of /proc/PID/status, in the mask's
+/// last hex digit, which is checked to be one before the shell does arithmetic on it).
 const CATCHES_INT_FN: &str =
     "catches_int() { read -r c < /proc/$p/comm && read -r me < /proc/$$/comm \
      && [ \"$c\" != \"$me\" ] || return 1; \
    while read -r k v; do [ \"$k\" = SigCgt: ] || continue; d=${v#\"${v%?}\"}; \
+     case $d in [0-9a-f]) ;; *) return 1;; esac; \
      [ $(( 0x$d & 2 )) -ne 0 ]; return; done < /proc/$p/status; return 1; } 2>/dev/null; ";
 
 #[cfg(test)]
