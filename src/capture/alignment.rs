@@ -103,6 +103,10 @@ pub fn cut_to_window<'a>(
 }
 
 fn cut_one(done: &mut Captured, shift: i64, start_ns: i64, end_ns: i64) -> Result<()> {
+    // CPU samples only: an off-CPU timeline holds intervals, which a cut would have to split.
+    if done.manifest.kind != "cpu" {
+        return Ok(());
+    }
     let Some(stem) = Stem::of_manifest(&done.manifest_path) else {
         return Ok(());
     };
