@@ -5,11 +5,8 @@
 //! stamped on this host).
 
 use super::Captured;
-use crate::error::{Error, Result};
-use crate::profile::folded::Folded;
-use crate::profile::stacks;
+use crate::error::Result;
 use crate::profile::timeline::{Sample, Timeline};
-use crate::render::write_folded_file;
 use crate::store::session::{clock_shift_of, Alignment, CaptureSpan, SessionEndpoint};
 use crate::store::{Stem, SESSION_FOLDED, SESSION_TIMELINE};
 use chrono::{DateTime, Local, SecondsFormat, TimeZone};
@@ -114,10 +111,7 @@ fn cut_one(done: &mut Captured, shift: i64, start_ns: i64, end_ns: i64) -> Resul
     if !done.files.iter().any(|(p, _)| *p == path) {
         return Ok(()); // no per-sample times: the engine states its window instead
     }
-    let file =
-        std::fs::File::open(&path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-    let timeline = Timeline::read(std::io::BufReader::new(file))
-        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    let timeline = super::repeat::read_timeline(&stem)?;
     let Some(offset) = timeline.to_unix_ns() else {
         return Ok(()); // a timeline that does not know its clock cannot be placed
     };
@@ -129,14 +123,7 @@ fn cut_one(done: &mut Captured, shift: i64, start_ns: i64, end_ns: i64) -> Resul
     if before == 0 && after == 0 {
         return Ok(());
     }
-    let (folded, _) = stacks::repair(&Folded::from_pairs(timeline.totals_of(&inside).into_iter()));
-    write_folded_file(&folded, &stem.path(SESSION_FOLDED))?;
-    let cut_path = stem.path(SESSION_TIMELINE);
-    let out = std::fs::File::create(&cut_path)
-        .map_err(|e| Error::io(format!("create {}", cut_path.display()), e))?;
-    timeline
-        .write_part(&inside, std::io::BufWriter::new(out))
-        .map_err(|e| Error::io(format!("write {}", cut_path.display()), e))?;
+    super::repeat::write_samples(&timeline, &inside, &stem, SESSION_FOLDED, SESSION_TIMELINE)?;
     let manifest = &mut done.manifest;
     let files = manifest.record_stem_files(&stem, &[SESSION_FOLDED, SESSION_TIMELINE]);
     manifest.notes.push(format!(

@@ -6,7 +6,7 @@
 use crate::error::{Error, Result};
 use crate::profile::folded::Folded;
 use crate::profile::stacks;
-use crate::profile::timeline::Timeline;
+use crate::profile::timeline::{Sample, Timeline};
 use crate::render::write_folded_file;
 use crate::store::{Manifest, PartRecord, Stem};
 use std::path::{Path, PathBuf};
@@ -32,11 +32,7 @@ pub fn cut(manifest: &mut Manifest, manifest_path: &Path, k: u32) -> Result<Vec<
             manifest_path.display()
         )));
     }
-    let path = stem.path("timeline");
-    let file =
-        std::fs::File::open(&path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-    let timeline = Timeline::read(std::io::BufReader::new(file))
-        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    let timeline = read_timeline(&stem)?;
     let windows = timeline.split_even(k as usize);
     let first = timeline.span_ns().map_or(0, |(first, _)| first);
     let mut files = Vec::new();
@@ -45,17 +41,13 @@ pub fn cut(manifest: &mut Manifest, manifest_path: &Path, k: u32) -> Result<Vec<
         let index = i as u32 + 1;
         let folded_ext = format!("part{index}.folded");
         let timeline_ext = format!("part{index}.timeline");
-        // The same repair as the whole capture's folded file, so parts add up to it.
-        let (folded, _) = stacks::repair(&Folded::from_pairs(
-            timeline.totals_of(&window.samples).into_iter(),
-        ));
-        write_folded_file(&folded, &stem.path(&folded_ext))?;
-        let part_path = stem.path(&timeline_ext);
-        let out = std::fs::File::create(&part_path)
-            .map_err(|e| Error::io(format!("create {}", part_path.display()), e))?;
-        timeline
-            .write_part(&window.samples, std::io::BufWriter::new(out))
-            .map_err(|e| Error::io(format!("write {}", part_path.display()), e))?;
+        let folded = write_samples(
+            &timeline,
+            &window.samples,
+            &stem,
+            &folded_ext,
+            &timeline_ext,
+        )?;
         files.extend(manifest.record_stem_files(&stem, &[&folded_ext, &timeline_ext]));
         let duration_s = (window.end_ns - window.start_ns) as f64 / 1e9;
         let samples = folded.total();
@@ -77,6 +69,36 @@ pub fn cut(manifest: &mut Manifest, manifest_path: &Path, k: u32) -> Result<Vec<
     manifest.parts = parts;
     manifest.write(&stem)?;
     Ok(files)
+}
+
+/// The capture's whole timeline (`<stem>.timeline`).
+pub(super) fn read_timeline(stem: &Stem) -> Result<Timeline> {
+    let path = stem.path("timeline");
+    let file =
+        std::fs::File::open(&path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    Timeline::read(std::io::BufReader::new(file))
+        .map_err(|e| Error::io(format!("read {}", path.display()), e))
+}
+
+/// Writes some of a timeline's samples as a folded file and a timeline of their own
+/// (`<stem>.<folded_ext>`, `<stem>.<timeline_ext>`); returns the folded stacks.
+pub(super) fn write_samples(
+    timeline: &Timeline,
+    samples: &[Sample],
+    stem: &Stem,
+    folded_ext: &str,
+    timeline_ext: &str,
+) -> Result<Folded> {
+    // The same repair as the whole capture's folded file, so the pieces add up to it.
+    let (folded, _) = stacks::repair(&Folded::from_pairs(timeline.totals_of(samples).into_iter()));
+    write_folded_file(&folded, &stem.path(folded_ext))?;
+    let path = stem.path(timeline_ext);
+    let out = std::fs::File::create(&path)
+        .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+    timeline
+        .write_part(samples, std::io::BufWriter::new(out))
+        .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+    Ok(folded)
 }
 
 /// CPU used in cores: samples over the samples one busy core would give.

@@ -17,9 +17,8 @@
 //! The block workloads are bounded versions of the steady ones, with the same names.
 
 use crate::config::{parse_positive, parse_workloads, Workload};
-use crate::workloads::Rng;
+use crate::workloads::{hash_pass, lookup_batch, Rng, HASH_SEED};
 use std::collections::BTreeMap;
-use std::hint::black_box;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Block mode's settings, from the environment.
@@ -157,18 +156,10 @@ impl State {
 /// CPU in the function itself: the mixing written out, as the steady `hash_chain`.
 #[inline(never)]
 fn hash_chain(words: &mut [u64], deadline: Instant) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h: u64 = HASH_SEED;
     let mut rounds = 0;
     while Instant::now() < deadline {
-        for w in words.iter_mut() {
-            h ^= *w;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-            h ^= h >> 29;
-            h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            h ^= h >> 32;
-            *w = h;
-        }
-        black_box(&mut *words);
+        h = hash_pass(words, h);
         rounds += 1;
     }
     rounds
@@ -177,22 +168,10 @@ fn hash_chain(words: &mut [u64], deadline: Instant) -> u64 {
 /// BTreeMap point lookups, as the steady `state_lookup`.
 #[inline(never)]
 fn state_lookup(map: &BTreeMap<u64, u64>, keys: &[u64], rng: &mut Rng, deadline: Instant) -> u64 {
-    let n = keys.len() as u64;
     let mut acc = 0u64;
     let mut rounds = 0;
     while Instant::now() < deadline {
-        for _ in 0..256 {
-            let r = rng.next_u64();
-            let key = if r & 7 == 0 {
-                r
-            } else {
-                keys[rng.below(n) as usize]
-            };
-            if let Some(v) = map.get(&key) {
-                acc = acc.wrapping_add(*v);
-            }
-        }
-        black_box(acc);
+        acc = lookup_batch(map, keys, rng, acc);
         rounds += 1;
     }
     rounds
