@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 
 
 class Chrome:
@@ -79,11 +80,21 @@ class Chrome:
             "Target.attachToTarget", {"targetId": page["targetId"], "flatten": True}, session=False
         )["sessionId"]
 
-    def evaluate(self, expression):
-        result = self.call(
-            "Runtime.evaluate",
-            {"expression": expression, "awaitPromise": True, "returnByValue": True},
-        )
+    def evaluate(self, expression, attempts=20):
+        # A navigation that starts while an expression runs destroys its context; every
+        # expression the scripts evaluate only reads (or scrolls), so it is asked again
+        # of the page that replaced it.
+        for attempt in range(attempts):
+            try:
+                result = self.call(
+                    "Runtime.evaluate",
+                    {"expression": expression, "awaitPromise": True, "returnByValue": True},
+                )
+                break
+            except RuntimeError as error:
+                if "navigated or closed" not in str(error) or attempt + 1 == attempts:
+                    raise
+                time.sleep(0.05)
         if "exceptionDetails" in result:
             raise RuntimeError(f"page error: {result['exceptionDetails']}")
         return result["result"].get("value")

@@ -34,6 +34,7 @@ pub use error::{exit, Error};
 
 /// Runs one parsed command line. Errors carry their exit code.
 pub async fn run(cli: cli::Cli) -> Result<(), Error> {
+    ui::phases::start();
     ui::set_verbosity(cli.quiet, cli.verbose);
     match cli.command {
         cli::Command::Cpu(args) => {

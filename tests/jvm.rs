@@ -104,6 +104,26 @@ fn perf_map_capture(test: &str, mode: &str) {
         "{}",
         manifest["notes"]
     );
+    // The native fold names the JIT code from the map it read out of the container, and
+    // keeps that map beside the capture for a later fold.
+    assert_eq!(
+        manifest["fold_path"], "native",
+        "notes: {}",
+        manifest["notes"]
+    );
+    let map = with_ext(&stem, "perf-map");
+    let map_text = std::fs::read_to_string(&map).unwrap_or_default();
+    assert!(
+        map_text.lines().count() >= 100,
+        "{} holds {} lines",
+        map.display(),
+        map_text.lines().count()
+    );
+    assert!(
+        manifest["files"].to_string().contains(".perf-map"),
+        "{}",
+        manifest["files"]
+    );
     let folded = folded_of(&stem);
     assert!(folded.total() >= 200, "only {} samples", folded.total());
     let unnamed = unnamed_leaf_share(&folded);

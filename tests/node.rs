@@ -43,6 +43,13 @@ fn profile_demo_js(mode: &str) {
     let stem = only_capture(cwd.path(), DEMO_JS, "perf-");
     let manifest = read_manifest(&stem);
     assert_eq!(manifest["runtime"], "node");
+    // V8's perf map is read out of the container by the native fold itself.
+    assert_eq!(
+        manifest["fold_path"], "native",
+        "notes: {}",
+        manifest["notes"]
+    );
+    assert!(with_ext(&stem, "perf-map").is_file());
     let graphs = manifest["graphs"].as_array().expect("graphs");
     assert_eq!(graphs.len(), 2, "{graphs:?}");
     assert_eq!(graphs[0]["view"], "unfiltered");

@@ -1,6 +1,6 @@
 //! The shell script a recorder runs in its container: it writes the pidfile, says it is
 //! ready, waits to be released on its stdin, says it starts, and records. A perf recorder
-//! in a session is started before the release with its events disabled and enabled by it
+//! (alone or in a session) is started before the release with its events disabled and enabled by it
 //! (`perf record -D -1 --control fifo:...`), so that its start-up is not in the window.
 
 use super::RECORDER_PIDFILE;
@@ -85,6 +85,9 @@ pub fn record_script(argv: &[String], controlled: Option<&[String]>, workdir: &s
     // Readiness is perf's own "Events disabled" line, read with shell builtins only; a
     // perf that exits before it is ready ends the script with its status and its words.
     // The fifo is opened read-write to enable: that never blocks, even if perf is gone.
+    // The stop is a SIGINT; perf then ends its `sleep` with SIGTERM and exits with its
+    // status (143), or re-raises the SIGINT (130), once its output is written: that is
+    // how this recorder ends, not a failure (its output is checked after).
     format!(
         "{WAIT_UNTIL_FN}rm -f {ctl} {ack} {err}; \
          if ! mkfifo -m 600 {ctl} {ack} 2>/dev/null; then {ordinary}; fi; \
@@ -97,7 +100,7 @@ pub fn record_script(argv: &[String], controlled: Option<&[String]>, workdir: &s
          echo {READY_MARKER}; \
          read _go || {{ kill -INT $p; wait $p; exit 0; }}; \
          {wait}echo enable 1<> {ctl}; echo {START_MARKER}; \
-         wait $p; rc=$?; cat {err} >&2; exit $rc",
+         wait $p; rc=$?; cat {err} >&2; case $rc in 130|143) rc=0;; esac; exit $rc",
         wait = wait_for_release("true"),
         cmd = join(controlled)
     )
@@ -107,7 +110,12 @@ pub fn record_script(argv: &[String], controlled: Option<&[String]>, workdir: &s
 pub fn without_control_lines(stderr: &str) -> String {
     stderr
         .lines()
-        .filter(|l| !matches!(l.trim(), "Events disabled" | "Events enabled"))
+        .filter(|l| {
+            !matches!(
+                l.trim(),
+                "Events disabled" | "Events enabled" | "Terminated"
+            )
+        })
         .map(|l| format!("{l}\n"))
         .collect()
 }

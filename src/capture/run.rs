@@ -118,6 +118,18 @@ impl<'a, R> Run<'a, R> {
         window: &Window<'_>,
         interrupts: &mut Interrupts,
     ) -> Result<Recording> {
+        let mut recording = self.record_leaving_markers(window, interrupts).await?;
+        recording.settle_markers().await;
+        Ok(recording)
+    }
+
+    /// `record`, the window's markers still being drained from the log stream: the
+    /// caller settles them (`Recording::settle_markers`) once it has used the wait.
+    pub async fn record_leaving_markers(
+        &self,
+        window: &Window<'_>,
+        interrupts: &mut Interrupts,
+    ) -> Result<Recording> {
         self.started.get_or_init(Instant::now);
         Box::pin(record(
             &self.target.shell,

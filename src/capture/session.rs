@@ -132,11 +132,31 @@ pub struct Recording {
     pub started_at: DateTime<Local>,
     pub stopped_at: DateTime<Local>,
     /// Markers from the target's log lines over the window (`<stem>.markers`), when this
-    /// run has marker rules for it.
+    /// run has marker rules for it; None until `settle_markers`.
     pub markers: Option<super::markers::MarkersOutcome>,
+    /// The log stream's drain after the window (up to a second for lines still on their
+    /// way), left running while the recording is copied out and folded.
+    pending_markers: Option<PendingMarkers>,
+}
+
+/// A drain of the log stream in progress; dropped unfinished, it stops (an abandoned
+/// capture writes no markers file after its files are gone).
+struct PendingMarkers(tokio::task::JoinHandle<super::markers::MarkersOutcome>);
+
+impl Drop for PendingMarkers {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Recording {
+    /// Waits for the markers of the window (their drain began when the recorder ended).
+    pub async fn settle_markers(&mut self) {
+        if let Some(mut pending) = self.pending_markers.take() {
+            self.markers = (&mut pending.0).await.ok();
+        }
+    }
+
     /// What the capture's summary and manifest say about a pause during the window.
     pub fn paused_warning(&self, container: &str) -> Option<String> {
         self.paused.map(|at| {
@@ -152,6 +172,11 @@ impl Recording {
         manifest.window_started_at = Some(instant_text(&self.started_at));
         manifest.window_stopped_at = Some(instant_text(&self.stopped_at));
         manifest.session = gate::session_name();
+        self.stamp_markers(manifest);
+    }
+
+    /// Lists the markers file in `manifest` with the notes about it, once settled.
+    pub fn stamp_markers(&self, manifest: &mut crate::store::Manifest) {
         if let Some(markers) = &self.markers {
             if let Some(path) = &markers.path {
                 if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
@@ -199,9 +224,10 @@ pub struct Window<'a> {
     /// process is then checked rarely during the window (each check costs the engine an
     /// exec).
     pub ends_with_target: bool,
-    /// `argv` is `perf record ... -- sleep SECONDS`: in a session it is started before the
-    /// gate with its events disabled and enabled through a control fifo when released, so
-    /// that its start-up (seconds on a loaded host) is paid before the window, not in it.
+    /// `argv` is `perf record ... -- sleep SECONDS`: it is started before the window (in a
+    /// session, before the gate) with its events disabled and enabled through a control
+    /// fifo when released, so that its start-up (seconds on a loaded host) is paid before
+    /// the window, not in it; an armed stop ends it.
     pub enable_on_release: bool,
 }
 
@@ -234,12 +260,15 @@ pub async fn record(
             return Err(Error::Interrupted);
         }
     }
+    crate::ui::phases::mark("recorder started, waiting");
     // In a session every recorder is stopped at the same instant, the gate's opening plus
     // the window, by a stop armed before the gate (its exec started then, not in the
     // instant every recorder is released): the recorders' own timers would end each
     // window one start-up later than the other.
+    // A controlled recorder alone is stopped the same way: its own timer outlasts the
+    // window by far.
     let (stop_at, stop_when) = tokio::sync::watch::channel(None);
-    let _armed = (gate::in_session() && !window.until_command_ends)
+    let _armed = ((gate::in_session() || controlled) && !window.until_command_ends)
         .then(|| ArmedStop::arm(shell, workdir, stop_when));
     let opened = tokio::select! {
         opened = gate::wait_for_start() => opened,
@@ -249,6 +278,7 @@ pub async fn record(
         }
     };
     let _ = go.send(());
+    crate::ui::phases::mark("window opened");
     // In a session the window starts when the recorder's task released it, on this host's
     // clock (a perf recorder's events are enabled then); alone, when its shell says so.
     let released_at = match (opened, released) {
@@ -258,6 +288,9 @@ pub async fn record(
     if let Some(at) = opened {
         let end = at + RELEASE_LEAD + window.duration;
         stop_at.send_replace(Some(tokio::time::Instant::from(end)));
+    } else if controlled {
+        // Alone, the release goes at once: the window is the duration from now.
+        stop_at.send_replace(Some(tokio::time::Instant::now() + window.duration));
     }
     // Markers: the target's log stream is followed over the window (capture/markers.rs).
     let follower = super::markers::follow(shell.docker(), window.watch.container());
@@ -320,10 +353,12 @@ impl Recorder {
     /// opens: in a session, when every capture is ready, so the recorders are released
     /// together rather than one exec start after another.
     fn start(shell: &Shell, workdir: &str, window: &Window<'_>) -> Recorder {
-        let controlled =
-            (window.enable_on_release && gate::in_session() && !window.until_command_ends)
-                .then(|| controlled_argv(window.argv, workdir, window.duration))
-                .flatten();
+        // Started with its events disabled and enabled by the release, so perf's start-up
+        // (reading the process's maps, opening its events: up to seconds on a loaded host)
+        // is paid before the window opens: in a session, and alone too.
+        let controlled = (window.enable_on_release && !window.until_command_ends)
+            .then(|| controlled_argv(window.argv, workdir, window.duration))
+            .flatten();
         let record_script = record_script(window.argv, controlled.as_deref(), workdir);
         let docker = shell.docker().clone();
         let container = shell.container().to_string();
@@ -549,6 +584,7 @@ impl<'a> WindowState<'a> {
     ) -> Result<Recording> {
         let (watch, duration, stem) = (self.window.watch, self.window.duration, self.stem);
         let stopped_at = Local::now();
+        crate::ui::phases::mark("window (recorder ended)");
         while let Some(chunk) = chunks.recv().await {
             self.stdout.extend_from_slice(&chunk);
         }
@@ -559,10 +595,12 @@ impl<'a> WindowState<'a> {
             .unwrap_or(&text)
             .to_string();
         let started_at = self.started_at.unwrap_or(stopped_at);
-        let markers = match follower {
-            Some(f) => Some(f.finish(stopped_at, stem).await),
-            None => None,
-        };
+        let pending_markers = follower.map(|f| {
+            let stem = stem.clone();
+            PendingMarkers(tokio::spawn(
+                async move { f.finish(stopped_at, &stem).await },
+            ))
+        });
         if !output.success() {
             // perf killed with its container ends the exec before the engine says why.
             if let Some(Stop::Container { exit_code, at }) = watch.settle(self.started).await {
@@ -601,7 +639,8 @@ impl<'a> WindowState<'a> {
             paused: self.paused,
             started_at,
             stopped_at,
-            markers,
+            markers: None,
+            pending_markers,
         })
     }
 }

@@ -180,7 +180,7 @@ pub enum ModeArg {
 /// How a perf capture is folded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FoldArg {
-    /// native for frame-pointer captures, perf script otherwise or when native falls short.
+    /// native for frame-pointer and DWARF captures (JIT code named from the runtime's perf map), perf script with --keep-script or when native falls short.
     Auto,
     /// perf.data read and symbolized by devprof.
     Native,

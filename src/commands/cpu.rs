@@ -22,6 +22,11 @@ pub async fn run(args: CpuArgs, output_dir: PathBuf, interrupts: &mut Interrupts
         || human_summary(&outcome),
         &outcome.warnings,
     );
+    if crate::ui::verbose() {
+        if let Some(phases) = crate::ui::phases::report() {
+            eprint!("{phases}");
+        }
+    }
     if settings.open {
         open_flamegraph(&outcome.manifest, &outcome.manifest_path);
     }

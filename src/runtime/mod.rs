@@ -5,6 +5,7 @@
 pub mod facts;
 pub mod go;
 pub mod jvm;
+pub mod perf_map;
 
 pub use facts::ProcessFacts;
 

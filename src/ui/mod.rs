@@ -4,6 +4,7 @@
 
 pub mod browser;
 pub mod output;
+pub mod phases;
 pub mod progress;
 pub mod table;
 

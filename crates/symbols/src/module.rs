@@ -27,6 +27,19 @@ struct Symbol {
     address: u64,
     size: u64,
     name: String,
+    /// How perf ranks the symbol's binding among aliases: global 0, local 1, weak 2.
+    binding: u8,
+}
+
+/// The binding rank of `Symbol` for an ELF symbol.
+fn binding_rank(sym: &object::Symbol<'_, '_>) -> u8 {
+    if sym.is_weak() {
+        2
+    } else if sym.is_global() {
+        0
+    } else {
+        1
+    }
 }
 
 /// Where a module's names come from.
@@ -105,6 +118,7 @@ impl ModuleSymbols {
                         address: sym.address(),
                         size: sym.size(),
                         name: name.to_string(),
+                        binding: binding_rank(&sym),
                     })
                 })
                 .collect()
@@ -175,6 +189,7 @@ impl ModuleSymbols {
                         .next()
                         .ok_or_else(|| format!("line {n}: missing name"))?
                         .to_string(),
+                    binding: 0,
                 }),
                 Some(other) => return Err(format!("line {n}: unknown record '{other}'")),
                 None => {}
@@ -194,12 +209,17 @@ impl ModuleSymbols {
         dwarf: LazyDwarf,
         kind: SymbolKind,
     ) -> Self {
-        // Sorted by address; among aliases keep the sized one, then the shortest name.
+        // Sorted by address; among aliases the one perf names the address by: sized, then
+        // not weak, then global, then fewer leading underscores, then the longest name
+        // (`__vdso_clock_gettime` over its weak alias `clock_gettime`).
+        let underscores = |s: &Symbol| s.name.bytes().take_while(|b| *b == b'_').count();
         symbols.sort_by(|a, b| {
             a.address
                 .cmp(&b.address)
                 .then((b.size > 0).cmp(&(a.size > 0)))
-                .then(a.name.len().cmp(&b.name.len()))
+                .then(a.binding.cmp(&b.binding))
+                .then(underscores(a).cmp(&underscores(b)))
+                .then(b.name.len().cmp(&a.name.len()))
         });
         symbols.dedup_by_key(|s| s.address);
         ModuleSymbols {
@@ -347,6 +367,7 @@ fn go_symbols(table: &PcLnTab) -> Vec<Symbol> {
             address: f.entry,
             size: f.end - f.entry,
             name: f.name.to_string(),
+            binding: 0,
         })
         .collect()
 }

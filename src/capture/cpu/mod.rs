@@ -54,6 +54,7 @@ pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Res
 
 async fn run_cpu_window(settings: &CpuSettings, interrupts: &mut Interrupts) -> Result<CpuOutcome> {
     let located = locate(&settings.target, &settings.process).await?;
+    crate::ui::phases::mark("target found");
     if settings.engine == EngineChoice::Pprof {
         return run_go_pprof(located, settings, interrupts).await;
     }
@@ -311,6 +312,7 @@ async fn record_and_analyse<E: Engine>(
             None => {}
         }
     }
+    crate::ui::phases::mark("window written down");
     let collected = collect(
         engine,
         run,
@@ -321,6 +323,12 @@ async fn record_and_analyse<E: Engine>(
         interrupts,
     )
     .await?;
+    crate::ui::phases::mark("folded");
+    // The log stream was drained meanwhile.
+    let mut recorded = recorded;
+    recorded.recording.settle_markers().await;
+    recorded.recording.stamp_markers(&mut manifest);
+    let recording = &recorded.recording;
     for (step, ms) in &collected.timings_ms {
         timings.insert(step.to_string(), *ms);
     }
@@ -354,6 +362,7 @@ async fn record_and_analyse<E: Engine>(
         settings,
     )?;
     timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
+    crate::ui::phases::mark("rendered");
 
     let unsymbolized = folded.unsymbolized_share();
     manifest.sample_count = samples;
@@ -455,7 +464,7 @@ async fn record_window<E: Engine>(
     window.user = user.as_deref();
     window.until_command_ends = launch.is_some();
     window.enable_on_release = engine.recorder_enables_on_release();
-    let recording = run.record(&window, interrupts).await?;
+    let recording = run.record_leaving_markers(&window, interrupts).await?;
     let command = match &launch {
         Some(l) => {
             let end = command::read_status(&target.shell, l).await;

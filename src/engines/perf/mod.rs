@@ -131,8 +131,10 @@ impl Engine for PerfEngine {
             job.stem,
         )
         .await?;
+        crate::ui::phases::mark("perf's output checked");
         let started = Instant::now();
         download_data(job.shell, &data_in_container, job.stem).await?;
+        crate::ui::phases::mark("recording copied out");
         let mut timings_ms = vec![("download", started.elapsed().as_millis() as u64)];
         let mut notes = Vec::new();
         if native::wanted(job) {
@@ -143,7 +145,7 @@ impl Engine for PerfEngine {
                     notes.extend(native::notes(&fold));
                     return Ok(Collected {
                         folded: fold.folded,
-                        raw_files: vec!["data", "timeline"],
+                        raw_files: with_perf_map(vec!["data", "timeline"], job),
                         reported_samples: report.samples,
                         lost_chunks: report.lost_chunks,
                         stderr: job.recorded.stderr.clone(),
@@ -221,7 +223,7 @@ impl Engine for PerfEngine {
         }
         Ok(Collected {
             folded,
-            raw_files,
+            raw_files: with_perf_map(raw_files, job),
             reported_samples: report.samples,
             lost_chunks: parse_record_report(&script_out.stderr)
                 .lost_chunks
@@ -232,6 +234,15 @@ impl Engine for PerfEngine {
             notes,
         })
     }
+}
+
+/// `raw_files` and the recorded process's perf map, when the native fold kept one (it
+/// is listed whichever fold the capture kept: it is what names the JIT code again).
+fn with_perf_map(mut raw_files: Vec<&'static str>, job: &CollectJob<'_>) -> Vec<&'static str> {
+    if job.stem.path(native::PERF_MAP).is_file() {
+        raw_files.push(native::PERF_MAP);
+    }
+    raw_files
 }
 
 /// Folds `perf script` text and writes its timeline to `path` on the way, with the

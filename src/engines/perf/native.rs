@@ -12,13 +12,16 @@ use crate::error::{Error, Result};
 use crate::profile::perfdata::stacks::{self, NativeFold, RawProfile, Symbols};
 use crate::profile::perfdata::unwind;
 use crate::profile::timeline::TimelineWriter;
+use crate::runtime::perf_map;
 use crate::settings::{CallGraph, FoldPath};
 use crate::symbols::binary::SYMBOL_CACHE;
 use crate::symbols::kallsyms::Kallsyms;
 use crate::symbols::kernel_cache::{self, KernelIdentity, Source};
 use crate::symbols::module::load_all;
+use crate::symbols::perfmap::PerfMap;
 use crate::text::quote;
 use crate::ui::progress;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The manifest's names for the two paths.
@@ -64,7 +67,7 @@ pub fn notes(fold: &NativeFold) -> Vec<String> {
     }
     if fold.jit_samples > 0 {
         notes.push(format!(
-            "native fold: {} samples in JIT code, unnamed (--fold perf-script names them from the runtime's perf map)",
+            "native fold: {} samples in JIT code without a readable perf map, unnamed (--fold perf-script tries the map where perf finds it)",
             fold.jit_samples
         ));
     }
@@ -173,6 +176,29 @@ async fn fetch_local(job: &CollectJob<'_>, paths: Vec<String>) -> Vec<(String, P
         .collect()
 }
 
+/// The extension of the recorded process's perf map, kept beside the capture so a later
+/// fold names its JIT code as this one did.
+pub const PERF_MAP: &str = "perf-map";
+
+/// The perf maps of the processes with JIT frames, read out of the container after the
+/// window (a runtime appends to its map as it compiles, so it names everything sampled).
+/// The recorded process's map is kept as `<stem>.perf-map`; a map that cannot be read
+/// leaves its frames unnamed, counted, and auto mode then asks perf script.
+async fn perf_maps(job: &CollectJob<'_>, pids: Vec<u32>) -> HashMap<u32, PerfMap> {
+    let mut maps = HashMap::new();
+    for pid in pids {
+        let Ok(text) = perf_map::read_perf_map(job.shell, pid, job.symfs.as_deref()).await else {
+            continue;
+        };
+        if pid == job.pid {
+            // Re-analysis loses only JIT names if this copy cannot be written.
+            let _ = std::fs::write(job.stem.path(PERF_MAP), &text);
+        }
+        maps.insert(pid, PerfMap::parse(&text));
+    }
+    maps
+}
+
 /// Folds the downloaded `<stem>.data` natively and writes its timeline.
 pub async fn fold(job: &CollectJob<'_>) -> Result<NativeFold> {
     let spinner = progress::spinner("symbolizing and folding stacks (native)");
@@ -215,6 +241,7 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
 
     let paths = raw.files_used();
     let kernel = raw.has_kernel_frames();
+    let perf_maps = perf_maps(job, raw.jit_pids()).await;
     // In a sidecar, the target's files are seen under its /proc/<pid>/root.
     let root = job.symfs.as_deref().unwrap_or("");
     let seen: Vec<String> = paths.iter().map(|p| format!("{root}{p}")).collect();
@@ -230,7 +257,7 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
         binary::fetch_cached(job.shell, job.shell.container(), &seen, job.stem.dir()),
         kallsyms
     );
-    let locals: Vec<(String, PathBuf)> = paths
+    let mut locals: Vec<(String, PathBuf)> = paths
         .into_iter()
         .zip(fetched)
         .filter_map(|(path, f)| match f {
@@ -238,6 +265,9 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
             Fetched::Missing | Fetched::Failed(_) => None,
         })
         .collect();
+    if raw.modules.iter().any(|m| m == unwind::VDSO) {
+        locals.extend(unwind::own_vdso_file(&cache).map(|local| (unwind::VDSO.to_string(), local)));
+    }
     let timeline = job.stem.path("timeline");
     let inline = job.inline;
     let clock = crate::profile::perfdata::recording_clock(&job.stem.path("data"))
@@ -249,6 +279,7 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
             ..Symbols::default()
         };
         symbols.modules.extend(load_all(locals, inline).modules);
+        symbols.perf_maps.extend(perf_maps);
         let file = std::io::BufWriter::new(std::fs::File::create(&timeline)?);
         let mut writer = TimelineWriter::new(file)?;
         if let Some(clock) = &clock {

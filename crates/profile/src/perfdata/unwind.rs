@@ -341,6 +341,22 @@ pub fn own_vdso() -> Option<Vec<u8>> {
     Some(bytes.to_vec())
 }
 
+/// How perf names the vdso's mapping.
+pub const VDSO: &str = "[vdso]";
+
+/// This host's vdso written as a file in `dir` (rewritten only when it changed), for a
+/// symbolizer that reads files: the kernel maps the same vdso into every process on it,
+/// containers' too. None when it cannot be written: its frames then stay unnamed.
+pub fn own_vdso_file(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let bytes = own_vdso()?;
+    let path = dir.join("vdso.so");
+    if std::fs::read(&path).ok().as_deref() != Some(bytes.as_slice()) {
+        std::fs::create_dir_all(dir).ok()?;
+        std::fs::write(&path, &bytes).ok()?;
+    }
+    Some(path)
+}
+
 /// Files perf names frames in: real paths, not anonymous or special mappings.
 pub fn is_file(module: &str) -> bool {
     module.starts_with('/') && !module.starts_with("//") && !module.starts_with("/memfd:")
