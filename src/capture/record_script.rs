@@ -36,14 +36,30 @@ pub const CONTROL_FIFO: &str = "perf.ctl";
 const ACK_FIFO: &str = "perf.ack";
 const RECORDER_STDERR: &str = "perf.err";
 
-/// How long a controlled perf's `sleep` runs past the window: it starts before the gate,
-/// and the session's armed stop (or the deadlines) end it at the window's end.
-const CONTROLLED_SLACK: Duration = Duration::from_secs(600);
+/// How long a controlled perf's `sleep` runs past the window in a session: it starts
+/// before the gate, and the session's armed stop (or the deadlines) end it at the
+/// window's end.
+pub const CONTROLLED_SLACK: Duration = Duration::from_secs(600);
+
+/// The same alone, where the window opens as soon as perf is ready: its start-up, with
+/// room. A recorder left behind in a container paused past devprof's wait ends by itself
+/// this long after its window would have.
+pub const ALONE_SLACK: Duration = Duration::from_secs(10);
 
 /// `perf record ... -- sleep SECONDS` started with its events disabled (`-D -1`) and a
 /// control fifo (`--control fifo:CTL,ACK`), its sleep long enough to outlast the wait at
 /// the gate; None when `argv` does not have that shape.
 pub fn controlled_argv(argv: &[String], workdir: &str, duration: Duration) -> Option<Vec<String>> {
+    controlled_argv_with_slack(argv, workdir, duration, CONTROLLED_SLACK)
+}
+
+/// `controlled_argv` with its `sleep` running `slack` past the window.
+pub fn controlled_argv_with_slack(
+    argv: &[String],
+    workdir: &str,
+    duration: Duration,
+    slack: Duration,
+) -> Option<Vec<String>> {
     let record = argv.iter().position(|a| a == "record")?;
     let n = argv.len();
     if n < record + 4 || argv[n - 3] != "--" || argv[n - 2] != "sleep" {
@@ -57,7 +73,7 @@ pub fn controlled_argv(argv: &[String], workdir: &str, duration: Duration) -> Op
         format!("fifo:{workdir}/{CONTROL_FIFO},{workdir}/{ACK_FIFO}"),
     ]);
     out.extend_from_slice(&argv[record + 1..n - 1]);
-    out.push(format!("{}", (duration + CONTROLLED_SLACK).as_secs_f64()));
+    out.push(format!("{}", (duration + slack).as_secs_f64()));
     Some(out)
 }
 

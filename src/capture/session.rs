@@ -9,7 +9,8 @@ use super::armed_stop::{
 use super::gate;
 use super::liveness::{Stop, Watch, PROCESS_CHECK, PROCESS_CHECK_FOLLOWED};
 use super::record_script::{
-    controlled_argv, record_script, without_control_lines, READY_MARKER, START_MARKER,
+    controlled_argv_with_slack, record_script, without_control_lines, ALONE_SLACK,
+    CONTROLLED_SLACK, READY_MARKER, START_MARKER,
 };
 use crate::docker::exec::ROOT;
 use crate::docker::pipe::CHANNEL_CHUNKS;
@@ -103,7 +104,7 @@ pub async fn cleanable<T>(watch: &Watch, workdir: &str, result: &Result<T>) -> b
             }
             eprintln!(
                 "warning: left in {container}: {workdir} and the recorder started there (frozen with the container; \
-                 it ends by itself when its window would have ended, once the container runs again). \
+                 it ends by itself once the container runs again, within seconds of when its window would have ended). \
                  After `docker unpause {container}`, remove the directory: `docker exec {container} rm -rf {workdir}`"
             );
             false
@@ -357,7 +358,14 @@ impl Recorder {
         // (reading the process's maps, opening its events: up to seconds on a loaded host)
         // is paid before the window opens: in a session, and alone too.
         let controlled = (window.enable_on_release && !window.until_command_ends)
-            .then(|| controlled_argv(window.argv, workdir, window.duration))
+            .then(|| {
+                let slack = if gate::in_session() {
+                    CONTROLLED_SLACK
+                } else {
+                    ALONE_SLACK
+                };
+                controlled_argv_with_slack(window.argv, workdir, window.duration, slack)
+            })
             .flatten();
         let record_script = record_script(window.argv, controlled.as_deref(), workdir);
         let docker = shell.docker().clone();
