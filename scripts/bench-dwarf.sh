@@ -50,17 +50,9 @@ fi
 python3 - "$work" <<'PY'
 import gzip, json, os, sys
 work = sys.argv[1]
-def load(name):
-    out = {}
-    for line in open(os.path.join(work, name)):
-        stack, n = line.rstrip("\n").rsplit(" ", 1)
-        out[stack] = out.get(stack, 0) + int(n)
-    return out
-native, script = load("native.folded"), load("script.folded")
-total = sum(script.values())
-same = sum(min(n, native.get(s, 0)) for s, n in script.items())
-print(f"samples: native {sum(native.values())}, perf script {total}; "
-      f"identical stacks {same} ({100.0 * same / max(total, 1):.2f}%)")
+sys.path.insert(0, "scripts")
+from folded_compare import compare
+native, script = compare(work)
 path = os.path.join(work, "samply.json.gz")
 if os.path.exists(path):
     profile = json.load(gzip.open(path))

@@ -43,17 +43,9 @@ sed 's/^/  native: /' "$work/native fold (devprof).err" | head -n 5
 python3 - "$work" <<'PY'
 import os, sys
 work = sys.argv[1]
-def load(name):
-    out = {}
-    for line in open(os.path.join(work, name)):
-        stack, n = line.rstrip("\n").rsplit(" ", 1)
-        out[stack] = out.get(stack, 0) + int(n)
-    return out
-native, script = load("native.folded"), load("script.folded")
-total = sum(script.values())
-same = sum(min(n, native.get(s, 0)) for s, n in script.items())
-print(f"samples: native {sum(native.values())}, perf script {total}; "
-      f"identical stacks {same} ({100.0 * same / max(total, 1):.2f}%)")
+sys.path.insert(0, "scripts")
+from folded_compare import compare, identical
+native, script = compare(work)
 # JIT frames: the names the perf maps list; the share of perf script's samples with such
 # a frame that the native fold folded onto the very same stack.
 import glob
@@ -66,8 +58,7 @@ for path in glob.glob(os.path.join(work, "root/tmp/perf-*.map")):
             names.add(parts[2])
 def jit(stack):
     return any(f in names for f in stack.split(";"))
-jit_total = sum(n for s, n in script.items() if jit(s))
-jit_same = sum(min(n, native.get(s, 0)) for s, n in script.items() if jit(s))
+jit_total, jit_same = identical(native, script, jit)
 print(f"samples with a JIT frame: perf script {jit_total}; named and stacked alike natively "
       f"{jit_same} ({100.0 * jit_same / max(jit_total, 1):.2f}%)")
 differ = sorted(((n - native.get(s, 0), s) for s, n in script.items() if n > native.get(s, 0)), reverse=True)[:3]

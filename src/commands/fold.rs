@@ -217,11 +217,12 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
         .collect();
     let mut files: Vec<(String, std::path::PathBuf)> = files;
     // The vdso is no file under --symfs: this host's names its frames (the same kernel).
-    let vdso_dir = tempfile::tempdir().ok();
+    let mut vdso_dir = None;
     if raw.modules.iter().any(|m| m == unwind::VDSO) {
-        let dir = cache
-            .clone()
-            .or_else(|| vdso_dir.as_ref().map(|d| d.path().to_path_buf()));
+        let dir = cache.clone().or_else(|| {
+            let made = vdso_dir.insert(tempfile::tempdir().ok()?);
+            Some(made.path().to_path_buf())
+        });
         files.extend(
             dir.and_then(|d| unwind::own_vdso_file(&d))
                 .map(|f| (unwind::VDSO.to_string(), f)),

@@ -130,16 +130,27 @@ pub async fn read_perf_map<S: ContainerShell>(
 }
 
 /// The read behind `read_perf_map`: `$1` the map, `$2` the limit; the map on stdout, at
-/// most the limit and one byte more, or why not on stderr.
+/// most the limit and one byte more, or why not on stderr. A map that grew past the limit
+/// while read fails after it (the exec's own cap would cut it silently at the limit).
 const READ_BODY: &str = r#"
 why=$(map_check "$1" "$2"); rc=$?
 [ $rc -eq 0 ] || { echo "$why" >&2; exit $rc; }
 head -c $(($2 + 1)) < "$1"
+set -f; set -- "$2" $(ls -ln "$1" 2>/dev/null); set +f
+[ "${6:-0}" -le "$1" ] || { echo "grew over the limit of $1 bytes while read" >&2; exit 4; }
 "#;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mkfifo(path: &std::path::Path) {
+        assert!(std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap()
+            .success());
+    }
 
     /// Runs the copy script on this host: `map` in a `tmp` directory of a scratch root,
     /// copied to the scratch directory's `out.map`. Returns the exit status and whether
@@ -208,11 +219,7 @@ mod tests {
         let why = check().await.unwrap();
         assert!(why.contains("/tmp/perf-7.map is a symbolic link"), "{why}");
         std::fs::remove_file(&map).unwrap();
-        assert!(std::process::Command::new("mkfifo")
-            .arg(&map)
-            .status()
-            .unwrap()
-            .success());
+        mkfifo(&map);
         assert!(check().await.unwrap().contains("not a regular file"));
     }
 
@@ -226,13 +233,7 @@ mod tests {
         // A link to /dev/zero (would fill the disk) and a FIFO (would hang): refused.
         let to_zero = |p: &std::path::Path| std::os::unix::fs::symlink("/dev/zero", p).unwrap();
         assert_eq!(copy(to_zero, 1024), (3, None));
-        let fifo = |p: &std::path::Path| {
-            assert!(std::process::Command::new("mkfifo")
-                .arg(p)
-                .status()
-                .unwrap()
-                .success())
-        };
+        let fifo = |p: &std::path::Path| mkfifo(p);
         assert_eq!(copy(fifo, 1024), (3, None));
         let dir = |p: &std::path::Path| std::fs::create_dir(p).unwrap();
         assert_eq!(copy(dir, 1024), (3, None));
@@ -262,11 +263,7 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", &map).unwrap();
         assert!(read().await.unwrap_err().contains("is a symbolic link"));
         std::fs::remove_file(&map).unwrap();
-        assert!(std::process::Command::new("mkfifo")
-            .arg(&map)
-            .status()
-            .unwrap()
-            .success());
+        mkfifo(&map);
         assert!(read().await.unwrap_err().contains("not a regular file"));
     }
 }
