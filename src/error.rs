@@ -187,6 +187,16 @@ pub enum Error {
     )]
     AsprofMissing { container: String },
 
+    /// The sidecar's image lacks the engine's tool: the engine is not available there, which
+    /// an engine chain (py-spy, then perf) reads as "try the next", never as a failed recording.
+    #[error("perf failed in container '{container}' (profiler sidecar): the profiler image {image} has no {tool}; {fix}")]
+    ProfilerImageLacks {
+        container: String,
+        image: String,
+        tool: String,
+        fix: String,
+    },
+
     #[error("perf failed in container '{container}' ({step}): {detail}")]
     PerfFailed {
         container: String,
@@ -391,6 +401,17 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the engine is not there to record (its tool, or the sidecar image with it,
+    /// missing), as opposed to a recording that failed: an engine chain tries the next.
+    pub fn engine_unavailable(&self) -> bool {
+        matches!(
+            self,
+            Error::ToolMissing { .. }
+                | Error::ProfilerImageMissing { .. }
+                | Error::ProfilerImageLacks { .. }
+        )
+    }
+
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::DaemonUnreachable { .. } => exit::DAEMON,
@@ -409,6 +430,7 @@ impl Error {
             | Error::ToolMissing { .. }
             | Error::PerfDenied { .. }
             | Error::PerfFailed { .. }
+            | Error::ProfilerImageLacks { .. }
             | Error::JvmAttachDisabled { .. }
             | Error::AsprofMissing { .. }
             | Error::PprofMissing { .. } => exit::PROFILER,

@@ -213,19 +213,17 @@ async fn try_tier<E: Engine>(
         .prepare(shell, &facts, &process)
         .await
         .map_err(|e| match e {
-            Error::PerfMissing { .. } => Error::PerfFailed {
+            Error::PerfMissing { .. } => Error::ProfilerImageLacks {
                 container: container.name.clone(),
-                step: "profiler sidecar".into(),
-                detail: format!(
-                    "the profiler image {image} has no working perf; rebuild it with `devprof build`"
-                ),
+                image: image.to_string(),
+                tool: "working perf".into(),
+                fix: "rebuild it with `devprof build`".into(),
             },
-            Error::ToolMissing { tool, .. } => Error::PerfFailed {
+            Error::ToolMissing { tool, .. } => Error::ProfilerImageLacks {
                 container: container.name.clone(),
-                step: "profiler sidecar".into(),
-                detail: format!(
-                    "the profiler image {image} has no {tool}; rebuild it (scripts/runtime-images.sh builds it with py-spy)"
-                ),
+                image: image.to_string(),
+                tool,
+                fix: "rebuild it (scripts/runtime-images.sh builds it with py-spy)".into(),
             },
             other => other,
         })?;

@@ -5,8 +5,8 @@
 //! finding the target, the sidecar's privileges, the window with its progress bar, Ctrl-C,
 //! clean-up, the store — is the capture session's (`capture`), the same for every engine.
 //!
-//! Adding an engine is a new module here implementing `Engine`, and one arm where the cpu
-//! recipe picks the engine for the target's runtime.
+//! Adding an engine is a new module here implementing `Engine`, a variant of
+//! `settings::EngineSpec` carrying its options, and one arm where the cpu recipe runs it.
 
 pub mod asprof;
 pub mod perf;
@@ -160,6 +160,19 @@ pub trait Engine: Sync {
         _job: &'a RecordJob,
     ) -> impl Future<Output = ()> + Send + 'a {
         async {}
+    }
+
+    /// Why this engine's stacks break in a program of `runtime` and what to do, for the
+    /// summary and manifest (None: its stacks cannot break, so a short one is no warning).
+    fn broken_stacks_advice(
+        &self,
+        runtime: crate::runtime::Runtime,
+        call_graph: crate::settings::CallGraph,
+    ) -> Option<(String, String)> {
+        Some(crate::profile::stacks::unwinder_advice(
+            runtime.name(),
+            call_graph == crate::settings::CallGraph::Dwarf,
+        ))
     }
 
     /// The binary that records, for the manifest.

@@ -2,7 +2,7 @@
 
 use super::{
     call_graph_of, config_dirs, fold_path_of, placement_of, selector_of, target_of, window_of,
-    CallGraph, EngineChoice, FoldPath, Placement,
+    AsprofOptions, CallGraph, EngineSpec, FoldPath, Placement, PythonOptions,
 };
 use crate::cli::{CpuArgs, HeapArgs, OffcpuArgs, StatArgs};
 use crate::docker::target::ProcessSelector;
@@ -19,17 +19,8 @@ pub const MAX_REPEAT_PARTS: u32 = 100;
 #[derive(Debug, Clone)]
 pub struct CpuSettings {
     pub placement: Placement,
-    pub engine: EngineChoice,
-    /// py-spy's options (Python targets).
-    pub python: PythonOptions,
-    /// A validated async-profiler release directory on this host.
-    pub asprof_dir: Option<PathBuf>,
-    /// Wall-clock instead of on-CPU (async-profiler).
-    pub wall: bool,
-    /// Also keep async-profiler's own HTML flamegraph.
-    pub asprof_html: bool,
-    /// Go's net/http/pprof endpoint named by the user (`http://host:port`).
-    pub pprof_url: Option<String>,
+    /// The engine and its options.
+    pub engine: EngineSpec,
     pub target: String,
     pub duration: Duration,
     pub frequency: u32,
@@ -73,16 +64,9 @@ fn command_of(command: Vec<String>, duration: Option<&str>) -> Result<Option<Vec
     Ok(Some(command))
 }
 
-/// What py-spy records besides Python frames.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PythonOptions {
-    pub native: bool,
-    pub idle: bool,
-    pub gil: bool,
-}
-
 impl CpuSettings {
     pub fn from_args(args: CpuArgs, output_dir: PathBuf) -> Result<Self> {
+        let engine = engine_spec_of(&args, !args.command.is_empty())?;
         let command = command_of(args.command, args.duration.as_deref())?;
         let frequency = args.frequency.unwrap_or(if command.is_some() {
             COMMAND_FREQUENCY
@@ -94,28 +78,15 @@ impl CpuSettings {
                 "--frequency {frequency} is out of range (1..=100000 Hz)"
             )));
         }
-        let engine: EngineChoice = args.engine.into();
         if args.keep_script && args.fold == crate::cli::FoldArg::Native {
             return Err(Error::Usage(
                 "--keep-script keeps perf script's text, which --fold native does not make (use --fold auto or perf-script)".into(),
             ));
         }
-        if command.is_some() {
-            if matches!(
-                engine,
-                EngineChoice::PySpy | EngineChoice::Asprof | EngineChoice::Pprof
-            ) || args.wall
-                || args.asprof_html
-            {
-                return Err(Error::Usage(
-                    "a command run (`-- CMD`) records with perf: drop --engine py-spy/asprof/pprof, --wall and --asprof-html".into(),
-                ));
-            }
-            if args.placement.mode == crate::cli::ModeArg::Sidecar {
-                return Err(Error::Usage(
-                    "a command runs inside the target container (its files, environment and user): use --mode exec or auto".into(),
-                ));
-            }
+        if command.is_some() && args.placement.mode == crate::cli::ModeArg::Sidecar {
+            return Err(Error::Usage(
+                "a command runs inside the target container (its files, environment and user): use --mode exec or auto".into(),
+            ));
         }
         let repeat = match (args.repeat, &command) {
             (None, _) => 1,
@@ -132,7 +103,7 @@ impl CpuSettings {
                         .into(),
                 ))
             }
-            (Some(_), _) if matches!(engine, EngineChoice::PySpy | EngineChoice::Asprof | EngineChoice::Pprof) => {
+            (Some(_), _) if engine.records_with_perf() == Some(false) => {
                 return Err(Error::Usage(
                     "--repeat cuts the window by sample time, which needs perf's per-sample timeline: use --engine perf or auto".into(),
                 ))
@@ -144,50 +115,9 @@ impl CpuSettings {
             (None, Some(d)) => window_of(d)?,
             (None, None) => window_of(&args.default_duration)?,
         };
-        if args.wall
-            && matches!(
-                engine,
-                EngineChoice::Perf | EngineChoice::PySpy | EngineChoice::Pprof
-            )
-        {
-            return Err(Error::Usage(
-                "--wall needs async-profiler (--engine asprof or auto on a JVM): perf samples on-CPU time only".into(),
-            ));
-        }
-        if args.asprof_html
-            && matches!(
-                engine,
-                EngineChoice::Perf | EngineChoice::PySpy | EngineChoice::Pprof
-            )
-        {
-            return Err(Error::Usage(
-                "--asprof-html keeps async-profiler's flamegraph: it needs --engine asprof or auto on a JVM".into(),
-            ));
-        }
-        // Checked before anything runs: a wrong directory must not cost a capture window.
-        let asprof_dir = match args.asprof.filter(|d| !d.as_os_str().is_empty()) {
-            Some(dir) => Some(
-                asprof_release_dir(&dir)
-                    .map_err(|e| Error::Usage(format!("--asprof / DEVPROF_ASPROF: {e}")))?,
-            ),
-            None => None,
-        };
         Ok(CpuSettings {
             placement: placement_of(args.placement, duration)?,
-            engine: if command.is_some() {
-                EngineChoice::Perf
-            } else {
-                engine
-            },
-            python: PythonOptions {
-                native: args.native,
-                idle: args.idle,
-                gil: args.gil,
-            },
-            asprof_dir,
-            wall: args.wall,
-            asprof_html: args.asprof_html,
-            pprof_url: pprof_url_of(args.pprof_url)?,
+            engine,
             target: target_of(args.target)?,
             duration,
             frequency,
@@ -482,6 +412,53 @@ impl HeapSettings {
             open: args.open,
         })
     }
+}
+
+/// `--engine` with the options of each engine, checked together: a command run records
+/// with perf; async-profiler's flags need async-profiler (named, or auto on a JVM).
+fn engine_spec_of(args: &CpuArgs, command_run: bool) -> Result<EngineSpec> {
+    use crate::cli::EngineArg;
+    // Checked before anything runs: a wrong directory must not cost a capture window.
+    let dir = match args.asprof.as_ref().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => Some(
+            asprof_release_dir(dir)
+                .map_err(|e| Error::Usage(format!("--asprof / DEVPROF_ASPROF: {e}")))?,
+        ),
+        None => None,
+    };
+    let jvm = AsprofOptions {
+        dir,
+        wall: args.wall,
+        html: args.asprof_html,
+    };
+    let python = PythonOptions {
+        native: args.native,
+        idle: args.idle,
+        gil: args.gil,
+    };
+    if command_run {
+        return match args.engine {
+            EngineArg::Auto | EngineArg::Perf if jvm.needs_asprof().is_none() => Ok(EngineSpec::Perf),
+            _ => Err(Error::Usage(
+                "a command run (`-- CMD`) records with perf: drop --engine py-spy/asprof/pprof, --wall and --asprof-html".into(),
+            )),
+        };
+    }
+    Ok(match args.engine {
+        EngineArg::Auto => EngineSpec::Auto { python, jvm },
+        EngineArg::Asprof => EngineSpec::Asprof(jvm),
+        _ if jvm.wall => return Err(Error::Usage(
+            "--wall needs async-profiler (--engine asprof or auto on a JVM): perf samples on-CPU time only".into(),
+        )),
+        _ if jvm.html => return Err(Error::Usage(
+            "--asprof-html keeps async-profiler's flamegraph: it needs --engine asprof or auto on a JVM".into(),
+        )),
+        EngineArg::Perf => EngineSpec::Perf,
+        EngineArg::PySpy => EngineSpec::PySpy(python),
+        EngineArg::Pprof => EngineSpec::Pprof {
+            url: pprof_url_of(args.pprof_url.clone())?,
+        },
+    })
 }
 
 /// `--pprof-url`: `http://HOST:PORT`, optionally with `/debug/pprof/...` after it, as the

@@ -13,7 +13,7 @@ pub use capture::{
     CpuSettings, HeapSettings, HeapSource, OffcpuSettings, StatSettings, StatSource, SummaryMode,
 };
 
-use crate::cli::{CallGraphArg, EngineArg, ModeArg, PlacementArgs, ProcessArgs};
+use crate::cli::{CallGraphArg, ModeArg, PlacementArgs, ProcessArgs};
 use crate::docker::target::ProcessSelector;
 use crate::error::{Error, Result};
 use crate::units::parse_duration;
@@ -48,26 +48,65 @@ pub enum FoldPath {
     PerfScript,
 }
 
-/// Which engine records a CPU capture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineChoice {
-    /// The best engine for the process's runtime.
-    Auto,
+/// The engine a CPU capture records with, and that engine's own options: an option travels
+/// only with the engine that reads it, and the pairing is checked once, here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineSpec {
+    /// The best engine for the process's runtime, with the options of each candidate.
+    Auto {
+        python: PythonOptions,
+        jvm: AsprofOptions,
+    },
     Perf,
-    PySpy,
-    Asprof,
-    /// Go's own profile from the service's net/http/pprof endpoint.
-    Pprof,
+    PySpy(PythonOptions),
+    Asprof(AsprofOptions),
+    /// Go's own profile from the service's net/http/pprof endpoint (`http://host:port`;
+    /// None: found from the process's listening sockets).
+    Pprof {
+        url: Option<String>,
+    },
 }
 
-impl From<EngineArg> for EngineChoice {
-    fn from(arg: EngineArg) -> Self {
-        match arg {
-            EngineArg::Auto => EngineChoice::Auto,
-            EngineArg::Perf => EngineChoice::Perf,
-            EngineArg::PySpy => EngineChoice::PySpy,
-            EngineArg::Asprof => EngineChoice::Asprof,
-            EngineArg::Pprof => EngineChoice::Pprof,
+impl EngineSpec {
+    /// Whether the capture records with perf whatever the target (Some(true)), never
+    /// (Some(false)), or as the target's runtime decides (None: auto).
+    pub fn records_with_perf(&self) -> Option<bool> {
+        match self {
+            EngineSpec::Auto { .. } => None,
+            EngineSpec::Perf => Some(true),
+            EngineSpec::PySpy(_) | EngineSpec::Asprof(_) | EngineSpec::Pprof { .. } => Some(false),
+        }
+    }
+}
+
+/// What py-spy records besides Python frames.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PythonOptions {
+    pub native: bool,
+    pub idle: bool,
+    pub gil: bool,
+}
+
+/// async-profiler's options (JVM targets).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AsprofOptions {
+    /// A validated async-profiler release directory on this host.
+    pub dir: Option<PathBuf>,
+    /// Wall-clock instead of on-CPU.
+    pub wall: bool,
+    /// Also keep async-profiler's own HTML flamegraph.
+    pub html: bool,
+}
+
+impl AsprofOptions {
+    /// The flag given that only async-profiler can honour, if any.
+    pub fn needs_asprof(&self) -> Option<&'static str> {
+        if self.wall {
+            Some("--wall")
+        } else if self.html {
+            Some("--asprof-html")
+        } else {
+            None
         }
     }
 }

@@ -139,23 +139,9 @@ pub fn repair(folded: &Folded) -> (Folded, StackHealth) {
 /// Above this share of broken stacks the summary explains them.
 pub const BROKEN_WARNING: f64 = 0.10;
 
-/// Whether an engine's stacks can break, so that a broken share is worth a warning.
-/// py-spy reads Python stacks from the interpreter's own frame chain, whole by
-/// construction; only its native unwinding (`--native-frames`) can stop early.
-pub fn stacks_can_break(engine: &str, native_frames: bool) -> bool {
-    engine != "py-spy" || native_frames
-}
-
-/// Why stacks break and what to do, for the summary and manifest.
-pub fn broken_advice(engine: &str, runtime: &str, call_graph_dwarf: bool) -> (String, String) {
-    if engine == "py-spy" {
-        return (
-            "py-spy's native unwinding (--native-frames) stopped early in code without unwind \
-             information; the Python frames themselves are whole"
-                .to_string(),
-            "read the Python frames, or record without --native-frames".to_string(),
-        );
-    }
+/// Why stacks a stack unwinder walks (perf's, async-profiler's) break in a program of
+/// `runtime`, and what to do, for the summary and manifest.
+pub fn unwinder_advice(runtime: &str, call_graph_dwarf: bool) -> (String, String) {
     let why = "the frame-pointer unwinder stops at the first function compiled without frame \
                pointers (or walks into unmapped memory, shown as one [unknown] root); "
         .to_string();
@@ -207,15 +193,6 @@ pub fn broken_advice(engine: &str, runtime: &str, call_graph_dwarf: bool) -> (St
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn py_spy_stacks_break_only_with_native_frames() {
-        assert!(!stacks_can_break("py-spy", false));
-        assert!(stacks_can_break("py-spy", true));
-        for engine in ["perf", "asprof", "pprof"] {
-            assert!(stacks_can_break(engine, false), "{engine}");
-        }
-    }
 
     #[test]
     fn outermost_frame_decides_whether_a_stack_is_whole() {

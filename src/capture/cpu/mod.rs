@@ -17,7 +17,9 @@ use crate::engines::{CollectJob, Collected, Engine, RecordCommand, RecordJob};
 use crate::error::{Error, Result};
 use crate::profile::stacks;
 use crate::runtime::{jvm, python_perf_trampolines, Runtime};
-use crate::settings::{CaptureMode, CpuSettings, EngineChoice, FoldPath};
+use crate::settings::{
+    AsprofOptions, CaptureMode, CpuSettings, EngineSpec, FoldPath, PythonOptions,
+};
 use crate::signals::Interrupts;
 use crate::store::{self, CommandRecord, Manifest};
 use crate::text::first_line;
@@ -55,95 +57,173 @@ pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Res
 async fn run_cpu_window(settings: &CpuSettings, interrupts: &mut Interrupts) -> Result<CpuOutcome> {
     let located = locate(&settings.target, &settings.process).await?;
     crate::ui::phases::mark("target found");
-    if settings.engine == EngineChoice::Pprof {
-        return run_go_pprof(located, settings, interrupts).await;
-    }
-    let asprof = match (settings.engine, located.runtime) {
-        (EngineChoice::Perf | EngineChoice::PySpy | EngineChoice::Pprof, _) => None,
-        (_, Runtime::Jvm) => match &settings.asprof_dir {
-            Some(dir) => Some(AsprofSource::Host(dir.clone())),
-            None => {
-                let found = release::find_in_container(&located.shell).await;
-                let named = located.process_facts.env("ASYNC_PROFILER_HOME");
-                if let Some(note) = release::ignored_home_note(named, found.as_deref()) {
-                    eprintln!("note: {note}");
-                }
-                found.map(AsprofSource::Container)
-            }
-        },
-        (EngineChoice::Asprof, runtime) => {
-            return Err(Error::Usage(format!(
-                "--engine asprof records JVMs only: pid {} ({}) in '{}' is a {} process; use --engine perf (or auto)",
-                located.process.pid,
-                located.process.cmdline,
-                located.container.name,
-                runtime.name()
-            )))
+    match &settings.engine {
+        EngineSpec::Pprof { url } => {
+            run_go_pprof(located, settings, url.as_deref(), interrupts).await
         }
-        (EngineChoice::Auto, _) => None,
-    };
-    match choose_engine(settings.engine, located.runtime, asprof.is_some()) {
-        EngineKind::Perf if settings.wall || settings.asprof_html => Err(Error::Usage(format!(
-            "{} needs async-profiler, which records JVMs only and was not found for '{}' (a {} process)",
-            if settings.wall { "--wall" } else { "--asprof-html" },
+        EngineSpec::Asprof(_) if located.runtime != Runtime::Jvm => Err(Error::Usage(format!(
+            "--engine asprof records JVMs only: pid {} ({}) in '{}' is a {} process; use --engine perf (or auto)",
+            located.process.pid,
+            located.process.cmdline,
             located.container.name,
             located.runtime.name()
         ))),
-        EngineKind::Perf => run_with(&PerfEngine, located, settings, interrupts).await,
-        EngineKind::Asprof => {
-            let Some(source) = asprof else {
-                return Err(Error::AsprofMissing {
-                    container: located.container.name.clone(),
-                });
-            };
-            if settings.placement.mode == CaptureMode::Sidecar {
-                return Err(Error::Usage(
-                    "async-profiler runs inside the JVM's container (the JVM loads its agent from there): \
-                     use --mode exec or auto with --engine asprof, or --engine perf in a sidecar"
-                        .into(),
-                ));
+        EngineSpec::Asprof(options) => match asprof_source(options, &located).await {
+            Some(source) => run_asprof(source, options, located, settings, interrupts).await,
+            None => Err(Error::AsprofMissing {
+                container: located.container.name.clone(),
+            }),
+        },
+        EngineSpec::Auto { jvm, .. } if located.runtime == Runtime::Jvm => {
+            match asprof_source(jvm, &located).await {
+                Some(source) => run_asprof(source, jvm, located, settings, interrupts).await,
+                None => run_perf(jvm, located, settings, interrupts).await,
             }
-            let engine = AsprofEngine {
-                source,
-                mode: if settings.wall {
-                    AsprofMode::Wall
-                } else {
-                    AsprofMode::Cpu
-                },
-                jvm: jvm::options(&located.process_facts, &located.process.cmdline),
-                process: located.process_facts.clone(),
-                html: settings.asprof_html,
-            };
-            run_with(&engine, located, settings, interrupts).await
         }
-        EngineKind::PySpy => {
-            let engine = PySpyEngine {
-                native: settings.python.native,
-                idle: settings.python.idle,
-                gil: settings.python.gil,
-            };
-            let trampolines =
+        EngineSpec::Auto { python, jvm } if located.runtime == Runtime::Python => {
+            let perf_names_python =
                 python_perf_trampolines(&located.process.cmdline, &located.process_facts);
-            match run_with(&engine, located, settings, interrupts).await {
-                // Python 3.12+ with perf trampolines names its frames for perf too.
-                Err(e) if settings.engine == EngineChoice::Auto && trampolines && no_py_spy(&e) => {
-                    eprintln!(
-                        "note: {}; the process runs with Python's perf trampolines (-X perf / PYTHONPERFSUPPORT), recording with perf instead",
-                        first_line(&e.to_string())
-                    );
-                    let located = locate(&settings.target, &settings.process).await?;
-                    run_with(&PerfEngine, located, settings, interrupts).await
-                }
-                other => other,
-            }
+            let chain = python_chain(true, perf_names_python);
+            run_chain(&chain, *python, jvm, located, settings, interrupts).await
+        }
+        EngineSpec::Auto { jvm, .. } => run_perf(jvm, located, settings, interrupts).await,
+        EngineSpec::PySpy(python) => {
+            let chain = python_chain(false, false);
+            let jvm = AsprofOptions::default();
+            run_chain(&chain, *python, &jvm, located, settings, interrupts).await
+        }
+        EngineSpec::Perf => {
+            run_perf(&AsprofOptions::default(), located, settings, interrupts).await
         }
     }
+}
+
+/// Where async-profiler comes from for this JVM: the release given with --asprof, else
+/// one found in the container (None: neither).
+async fn asprof_source(options: &AsprofOptions, located: &Located) -> Option<AsprofSource> {
+    if let Some(dir) = &options.dir {
+        return Some(AsprofSource::Host(dir.clone()));
+    }
+    let found = release::find_in_container(&located.shell).await;
+    let named = located.process_facts.env("ASYNC_PROFILER_HOME");
+    if let Some(note) = release::ignored_home_note(named, found.as_deref()) {
+        eprintln!("note: {note}");
+    }
+    found.map(AsprofSource::Container)
+}
+
+async fn run_asprof(
+    source: AsprofSource,
+    options: &AsprofOptions,
+    located: Located,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<CpuOutcome> {
+    if settings.placement.mode == CaptureMode::Sidecar {
+        return Err(Error::Usage(
+            "async-profiler runs inside the JVM's container (the JVM loads its agent from there): \
+             use --mode exec or auto with --engine asprof, or --engine perf in a sidecar"
+                .into(),
+        ));
+    }
+    let engine = AsprofEngine {
+        source,
+        mode: if options.wall {
+            AsprofMode::Wall
+        } else {
+            AsprofMode::Cpu
+        },
+        jvm: jvm::options(&located.process_facts, &located.process.cmdline),
+        process: located.process_facts.clone(),
+        html: options.html,
+    };
+    run_with(&engine, located, settings, interrupts).await
+}
+
+/// perf, which records every runtime but cannot honour async-profiler's own flags.
+async fn run_perf(
+    jvm: &AsprofOptions,
+    located: Located,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<CpuOutcome> {
+    if let Some(flag) = jvm.needs_asprof() {
+        return Err(Error::Usage(format!(
+            "{flag} needs async-profiler, which records JVMs only and was not found for '{}' (a {} process)",
+            located.container.name,
+            located.runtime.name()
+        )));
+    }
+    run_with(&PerfEngine, located, settings, interrupts).await
+}
+
+/// The engines of a fallback chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EngineKind {
+    Perf,
+    PySpy,
+}
+
+impl EngineKind {
+    fn name(self) -> &'static str {
+        match self {
+            EngineKind::Perf => PerfEngine.name(),
+            EngineKind::PySpy => PySpyEngine::default().name(),
+        }
+    }
+}
+
+/// The engines a Python capture tries, in order. perf follows py-spy only under auto, and
+/// only where perf names Python frames too (Python 3.12+ with its perf trampolines).
+fn python_chain(auto: bool, perf_names_python: bool) -> Vec<EngineKind> {
+    if auto && perf_names_python {
+        vec![EngineKind::PySpy, EngineKind::Perf]
+    } else {
+        vec![EngineKind::PySpy]
+    }
+}
+
+/// Runs the first engine of `chain`; the next one runs only when the one before it is not
+/// available (its tool, or the sidecar image with it, missing), never after a recording
+/// failed or was interrupted.
+async fn run_chain(
+    chain: &[EngineKind],
+    python: PythonOptions,
+    jvm: &AsprofOptions,
+    located: Located,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<CpuOutcome> {
+    let mut located = Some(located);
+    let mut engines = chain.iter().peekable();
+    while let Some(kind) = engines.next() {
+        let here = match located.take() {
+            Some(found) => found,
+            None => locate(&settings.target, &settings.process).await?,
+        };
+        let result = match kind {
+            EngineKind::PySpy => {
+                run_with(&PySpyEngine::from(python), here, settings, interrupts).await
+            }
+            EngineKind::Perf => run_perf(jvm, here, settings, interrupts).await,
+        };
+        match (result, engines.peek()) {
+            (Err(e), Some(next)) if e.engine_unavailable() => eprintln!(
+                "note: {}; recording with {} instead",
+                first_line(&e.to_string()),
+                next.name()
+            ),
+            (result, _) => return result,
+        }
+    }
+    Err(Error::Usage("no engine to record with".into()))
 }
 
 /// `--engine pprof`: the Go runtime's own CPU profile from the service's endpoint.
 async fn run_go_pprof(
     located: super::Located,
     settings: &CpuSettings,
+    url: Option<&str>,
     interrupts: &mut Interrupts,
 ) -> Result<CpuOutcome> {
     if located.runtime != Runtime::Go {
@@ -159,7 +239,7 @@ async fn run_go_pprof(
     let outcome = super::pprof::run_pprof(
         located,
         crate::engines::pprof::PprofKind::Cpu { seconds },
-        settings.pprof_url.as_deref(),
+        url,
         &settings.placement.profiler_image,
         &settings.target,
         &settings.output_dir,
@@ -172,41 +252,6 @@ async fn run_go_pprof(
         files: outcome.files,
         warnings: outcome.warnings,
     })
-}
-
-/// Whether an error says py-spy is nowhere to be run (neither in the target nor beside it).
-fn no_py_spy(e: &Error) -> bool {
-    match e {
-        Error::ToolMissing { .. } | Error::ProfilerImageMissing { .. } => true,
-        Error::PerfFailed { step, detail, .. } => {
-            step == "profiler sidecar" && detail.contains("py-spy")
-        }
-        _ => false,
-    }
-}
-
-/// The engines a CPU capture can run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum EngineKind {
-    Perf,
-    PySpy,
-    Asprof,
-}
-
-/// The engine `choice` means for a process of `runtime`: py-spy for Python (perf sees
-/// only the interpreter's C frames), async-profiler for a JVM when there is one (in the
-/// container or from --asprof), perf for everything else.
-fn choose_engine(choice: EngineChoice, runtime: Runtime, asprof_available: bool) -> EngineKind {
-    match choice {
-        EngineChoice::Perf => EngineKind::Perf,
-        EngineChoice::PySpy => EngineKind::PySpy,
-        EngineChoice::Asprof => EngineKind::Asprof,
-        // Handled before an engine is chosen (it records nothing in the container).
-        EngineChoice::Pprof => EngineKind::Perf,
-        EngineChoice::Auto if runtime == Runtime::Python => EngineKind::PySpy,
-        EngineChoice::Auto if runtime == Runtime::Jvm && asprof_available => EngineKind::Asprof,
-        EngineChoice::Auto => EngineKind::Perf,
-    }
 }
 
 /// The capture with one engine, from finding where it may record to the manifest.
@@ -624,35 +669,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn python_goes_to_py_spy_unless_perf_is_asked_for() {
-        assert_eq!(
-            choose_engine(EngineChoice::Auto, Runtime::Python, false),
-            EngineKind::PySpy
-        );
-        assert_eq!(
-            choose_engine(EngineChoice::Perf, Runtime::Python, false),
-            EngineKind::Perf
-        );
-        assert_eq!(
-            choose_engine(EngineChoice::Auto, Runtime::Node, false),
-            EngineKind::Perf
-        );
-        assert_eq!(
-            choose_engine(EngineChoice::PySpy, Runtime::Native, false),
-            EngineKind::PySpy
-        );
-    }
-
-    #[test]
-    fn auto_takes_async_profiler_for_a_jvm_only_when_there_is_one() {
-        use EngineChoice::*;
-        assert_eq!(choose_engine(Auto, Runtime::Jvm, true), EngineKind::Asprof);
-        assert_eq!(choose_engine(Auto, Runtime::Jvm, false), EngineKind::Perf);
-        assert_eq!(choose_engine(Auto, Runtime::Native, true), EngineKind::Perf);
-        assert_eq!(choose_engine(Perf, Runtime::Jvm, true), EngineKind::Perf);
-        assert_eq!(
-            choose_engine(Asprof, Runtime::Jvm, false),
-            EngineKind::Asprof
-        );
+    fn perf_follows_py_spy_only_under_auto_where_perf_names_python() {
+        use EngineKind::*;
+        assert_eq!(python_chain(true, true), [PySpy, Perf]);
+        assert_eq!(python_chain(true, false), [PySpy]);
+        // Named, py-spy is the engine: no other records in its place.
+        assert_eq!(python_chain(false, true), [PySpy]);
     }
 }

@@ -14,7 +14,6 @@ use crate::profile::folded::Folded;
 use crate::profile::stacks::{self, StackHealth};
 use crate::render::{write_folded_file, write_heatmap_file, write_svg_file, SvgSpec};
 use crate::runtime::{node_perf_map, PerfMap, Runtime, NODE_PERF_MAP_FIX};
-use crate::settings::CallGraph;
 use crate::store::{self, CommandRecord, GraphRecord, Manifest};
 use crate::units::{human_duration, thousands};
 
@@ -155,14 +154,10 @@ pub(super) fn advise<E: Engine>(
             unsymbolized * 100.0
         ));
     }
-    if health.broken_share > stacks::BROKEN_WARNING
-        && stacks::stacks_can_break(engine.name(), settings.python.native)
-    {
-        let (why, fix) = stacks::broken_advice(
-            engine.name(),
-            target.runtime.name(),
-            settings.call_graph == CallGraph::Dwarf,
-        );
+    let advice = (health.broken_share > stacks::BROKEN_WARNING)
+        .then(|| engine.broken_stacks_advice(target.runtime, settings.call_graph))
+        .flatten();
+    if let Some((why, fix)) = advice {
         warnings.push(format!(
             "{:.0}% of samples have a broken stack (it does not reach the thread's entry point): {why}. Fix: {fix}.",
             health.broken_share * 100.0

@@ -41,8 +41,35 @@ for f in "$(command -v py-spy 2>/dev/null)" /usr/local/bin/py-spy /root/.local/b
 done
 "#;
 
+impl From<crate::settings::PythonOptions> for PySpyEngine {
+    fn from(options: crate::settings::PythonOptions) -> Self {
+        PySpyEngine {
+            native: options.native,
+            idle: options.idle,
+            gil: options.gil,
+        }
+    }
+}
+
 impl Engine for PySpyEngine {
     type Ready = PySpyReady;
+
+    /// py-spy reads Python stacks from the interpreter's own frame chain, whole by
+    /// construction; only its native unwinding (`--native-frames`) can stop early.
+    fn broken_stacks_advice(
+        &self,
+        _runtime: crate::runtime::Runtime,
+        _call_graph: crate::settings::CallGraph,
+    ) -> Option<(String, String)> {
+        self.native.then(|| {
+            (
+                "py-spy's native unwinding (--native-frames) stopped early in code without unwind \
+                 information; the Python frames themselves are whole"
+                    .to_string(),
+                "read the Python frames, or record without --native-frames".to_string(),
+            )
+        })
+    }
 
     fn name(&self) -> &'static str {
         "py-spy"
@@ -225,6 +252,24 @@ pub fn reported_samples(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn py_spy_stacks_break_only_with_native_frames() {
+        use crate::runtime::Runtime;
+        use crate::settings::CallGraph;
+        let python_only = PySpyEngine::default();
+        assert!(python_only
+            .broken_stacks_advice(Runtime::Python, CallGraph::FramePointer)
+            .is_none());
+        let native = PySpyEngine {
+            native: true,
+            ..PySpyEngine::default()
+        };
+        let (why, _) = native
+            .broken_stacks_advice(Runtime::Python, CallGraph::FramePointer)
+            .expect("native unwinding can stop early");
+        assert!(why.contains("--native-frames"), "{why}");
+    }
 
     #[test]
     fn reads_the_sample_count_py_spy_prints() {
