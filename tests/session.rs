@@ -563,9 +563,22 @@ fn check_cut_to_window(cwd: &Path, session: &serde_json::Value, span: &serde_jso
         .iter()
         .map(|f| f["name"].as_str().unwrap())
         .collect();
+    for cut in [".session.timeline", ".session.svg"] {
+        assert!(files.iter().any(|f| f.ends_with(cut)), "{cut}: {files:?}");
+    }
+    // The cut's flamegraph is drawn from the cut and listed as a graph of its own.
+    let svg = std::fs::read_to_string(manifest_path.with_extension("session.svg")).unwrap();
+    assert!(svg.contains("the session's window"), "{svg:.300}");
     assert!(
-        files.iter().any(|f| f.ends_with(".session.timeline")),
-        "{files:?}"
+        manifest["graphs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(
+                |g| g["folded"].as_str().unwrap().ends_with(".session.folded")
+                    && g["svg"].as_str().unwrap().ends_with(".session.svg")
+            ),
+        "{manifest}"
     );
     assert!(
         manifest["notes"].as_array().unwrap().iter().any(|n| n

@@ -7,8 +7,10 @@
 use super::Captured;
 use crate::error::Result;
 use crate::profile::timeline::{Sample, Timeline};
+use crate::render::{write_svg_file, SvgSpec};
 use crate::store::session::{clock_shift_of, Alignment, CaptureSpan, SessionEndpoint};
-use crate::store::{Stem, SESSION_FOLDED, SESSION_TIMELINE};
+use crate::store::{units, GraphRecord, Stem, SESSION_FOLDED, SESSION_SVG, SESSION_TIMELINE};
+use crate::units::thousands;
 use chrono::{DateTime, Local, SecondsFormat, TimeZone};
 use std::path::{Path, PathBuf};
 
@@ -80,7 +82,8 @@ fn session_timeline(done: &Captured) -> Option<&(PathBuf, u64)> {
 /// `end_ns` (ns since the Unix epoch on this host's clock), to that window: a perf recorder
 /// on a loaded host may take its last samples a few hundred ms after the stop was asked
 /// for. The whole recording stays as it is; the cut is written beside it
-/// (`<stem>.session.folded`, `<stem>.session.timeline`), listed in the capture's manifest
+/// (`<stem>.session.folded`, `.session.timeline` and its flamegraph `.session.svg`),
+/// listed in the capture's manifest
 /// with a note saying how many samples fell outside. Returns each capture's failure to be
 /// cut, which leaves its whole recording to stand for it.
 pub fn cut_to_window<'a>(
@@ -123,15 +126,36 @@ fn cut_one(done: &mut Captured, shift: i64, start_ns: i64, end_ns: i64) -> Resul
     if before == 0 && after == 0 {
         return Ok(());
     }
-    super::repeat::write_samples(&timeline, &inside, &stem, SESSION_FOLDED, SESSION_TIMELINE)?;
+    let folded =
+        super::repeat::write_samples(&timeline, &inside, &stem, SESSION_FOLDED, SESSION_TIMELINE)?;
     let manifest = &mut done.manifest;
-    let files = manifest.record_stem_files(&stem, &[SESSION_FOLDED, SESSION_TIMELINE]);
+    let spec = SvgSpec::cpu(
+        format!(
+            "{} — CPU ({}) — the session's window — {} samples",
+            manifest.container.name,
+            manifest.events.join(", "),
+            thousands(folded.total())
+        ),
+        Some(format!(
+            "cut from the whole recording ({}) to the window the session's captures share",
+            stem.file_name("svg")
+        )),
+    );
+    write_svg_file(&folded, &spec, &stem.path(SESSION_SVG))?;
+    manifest.graphs.push(GraphRecord {
+        svg: stem.file_name(SESSION_SVG),
+        folded: stem.file_name(SESSION_FOLDED),
+        view: "the session's window".into(),
+        unit: units::SAMPLES.into(),
+    });
+    let files = manifest.record_stem_files(&stem, &[SESSION_FOLDED, SESSION_TIMELINE, SESSION_SVG]);
     manifest.notes.push(format!(
-        "cut to the session's window in {} and {}: {before} samples before it and {after} \
+        "cut to the session's window in {}, {} and {}: {before} samples before it and {after} \
          after it (the recorder stopping late) are left out there; the other files hold the \
          whole recording",
         stem.file_name(SESSION_FOLDED),
         stem.file_name(SESSION_TIMELINE),
+        stem.file_name(SESSION_SVG),
     ));
     manifest.write(&stem)?;
     done.files.extend(files);

@@ -55,6 +55,7 @@ pub const BANDWIDTH_PLOT: &str = "bandwidth.svg";
 /// cut to that window (capture/alignment.rs), beside its whole recording's files.
 pub const SESSION_FOLDED: &str = "session.folded";
 pub const SESSION_TIMELINE: &str = "session.timeline";
+pub const SESSION_SVG: &str = "session.svg";
 
 /// A capture's file stem, e.g. `profiling/demo-seq/perf-20261122-101500`. Reserving one
 /// creates its manifest file, so two captures in the same second never share a stem.
