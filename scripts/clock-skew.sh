@@ -3,7 +3,9 @@
 # and, on Podman (scripts/podman-up.sh), a demo node whose clock readings run under
 # libfaketime DEVPROF_SKEW ahead (default +5s). Both endpoints share this host's clock, so
 # the only offset there is the injected one; the session's measured offset must equal it
-# within the stated uncertainty. Prints the figures; exits non-zero when they disagree.
+# within the stated uncertainty, and the captures' first and last samples, on this host's
+# clock, must lie within 250 ms of each other (each container is told its instants on its
+# own clock). Prints the figures; exits non-zero when either fails.
 #
 # Environment: DEVPROF_SKEW (faketime's offset, e.g. +5s, -2.5s; default +5s),
 # DEVPROF_DEMO_IMAGE, DEVPROF (the devprof binary; default target/debug/devprof).
@@ -59,5 +61,12 @@ for e in record["endpoints"]:
               f"  expected {expected:+.0f} ms: {'agrees' if agrees else 'DISAGREES'}")
 starts = [c["window_started_at"] for c in record["captures"]]
 print("window starts (host clock):", ", ".join(s or "-" for s in starts))
+alignment = record.get("alignment") or {}
+for span in alignment.get("captures", []):
+    print(f"  {span.get('container')}: first sample {span.get('first_at')}, last {span.get('last_at')} ({span.get('source')})")
+first, last = alignment.get("first_sample_spread_ms"), alignment.get("last_sample_spread_ms")
+print("first samples within", first, "ms, last samples within", last, "ms, on this host's clock")
+if first is None or last is None or max(first, last) > 250:
+    print("the captures' samples are not within 250 ms of each other"); ok = False
 sys.exit(0 if ok else 1)
 PY

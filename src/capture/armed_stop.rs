@@ -41,11 +41,13 @@ const STOP_ARMED_MARKER: &str = "devprof-stop-armed";
 
 impl ArmedStop {
     /// Arms a stop for the instant `end` will hold (set when the gate opens; never set,
-    /// the stop waits until it is withdrawn).
+    /// the stop waits until it is withdrawn). `endpoint_clock`: how far the container's
+    /// clock runs ahead of this host's, added to the instant it is told.
     pub fn arm(
         shell: &Shell,
         workdir: &str,
         mut end: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
+        endpoint_clock: chrono::TimeDelta,
     ) -> ArmedStop {
         let shell = shell.clone();
         let workdir = workdir.to_string();
@@ -59,7 +61,7 @@ impl ArmedStop {
                         let at = at.into_std();
                         tokio::time::sleep_until(at.checked_sub(RELEASE_LEAD).unwrap_or(at).into())
                             .await;
-                        release_line(instant_on_wall_clock(at))
+                        release_line(instant_on_wall_clock(at) + endpoint_clock)
                     }
                     _ => std::future::pending::<String>().await,
                 }

@@ -44,6 +44,7 @@ impl StartGate {
         Ticket {
             gate: self.clone(),
             used: false,
+            clock_offset_ns: 0,
         }
     }
 
@@ -82,9 +83,18 @@ impl StartGate {
 pub struct Ticket {
     gate: StartGate,
     used: bool,
+    /// The party's endpoint clock minus this host's, in ns, as measured before the window.
+    clock_offset_ns: i64,
 }
 
 impl Ticket {
+    /// The party's container reads a clock `offset_ns` ahead of this host's (behind when
+    /// negative): the instants it is told to act at are put on its clock.
+    pub fn on_clock(mut self, offset_ns: i64) -> Ticket {
+        self.clock_offset_ns = offset_ns;
+        self
+    }
+
     /// Arrives (this party is ready) and waits for the others.
     pub async fn arrive(mut self) -> Instant {
         self.used = true;
@@ -137,6 +147,22 @@ pub fn opening() -> Option<impl std::future::Future<Output = Instant> + Send + '
         .ok()
         .flatten()?;
     Some(async move { gate.opened().await })
+}
+
+/// How far this capture's endpoint clock runs ahead of this host's (behind when
+/// negative), as measured before the window; zero outside a session or where it was not
+/// measured. A container told to act at a host instant by its own clock would act that
+/// far off, so the instants it is sent are shifted by this. Read while the capture still
+/// holds its ticket (before `wait_for_start`).
+pub fn endpoint_clock_offset() -> chrono::TimeDelta {
+    let offset = TICKET
+        .try_with(|t| {
+            t.borrow()
+                .as_ref()
+                .map_or(0, |ticket| ticket.clock_offset_ns)
+        })
+        .unwrap_or(0);
+    chrono::TimeDelta::nanoseconds(offset)
 }
 
 /// Called by a recipe right before its window opens: waits for the session's other

@@ -174,6 +174,21 @@ async fn clocks(reached: &[Reached]) -> Vec<std::result::Result<ClockOffset, Str
     .await
 }
 
+/// How far the clock of the endpoint named `context` runs ahead of this host's, in ns,
+/// where the measurement before the window shows a shift (0 otherwise, or unmeasured).
+fn clock_offset_ns(
+    reached: &[Reached],
+    clocks_before: &[std::result::Result<ClockOffset, String>],
+    context: Option<&str>,
+) -> i64 {
+    reached
+        .iter()
+        .zip(clocks_before)
+        .find(|(r, _)| r.context.as_deref() == context)
+        .and_then(|(_, clock)| clock.as_ref().ok())
+        .map_or(0, ClockOffset::known_shift_ns)
+}
+
 fn clock_text(clock: &std::result::Result<ClockOffset, String>) -> String {
     match clock {
         Ok(c) => format!("{:+.1} ms ± {:.1} ms", c.offset_ms, c.uncertainty_ms),
@@ -312,7 +327,9 @@ pub async fn run_session(
         }
     });
     let runs = plans.into_iter().map(|(chosen, kind, capture)| {
-        let ticket = gate.ticket();
+        // Its container is told the instants to act at on its endpoint's clock.
+        let offset_ns = clock_offset_ns(&reached, &clocks_before, chosen.context.as_deref());
+        let ticket = gate.ticket().on_clock(offset_ns);
         let mut ints = interrupts.subscribe();
         let line = lines[&chosen.key].clone();
         let name = kind.name();

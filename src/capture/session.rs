@@ -270,7 +270,7 @@ pub async fn record(
     // window by far.
     let (stop_at, stop_when) = tokio::sync::watch::channel(None);
     let _armed = ((gate::in_session() || controlled) && !window.until_command_ends)
-        .then(|| ArmedStop::arm(shell, workdir, stop_when));
+        .then(|| ArmedStop::arm(shell, workdir, stop_when, gate::endpoint_clock_offset()));
     let opened = tokio::select! {
         opened = gate::wait_for_start() => opened,
         _ = interrupts.next() => {
@@ -377,6 +377,7 @@ impl Recorder {
         // In a session this task waits for the gate itself: the captures' own futures may
         // be polled one after another, each with work to do once the gate opens.
         let opening = gate::opening();
+        let endpoint_clock = gate::endpoint_clock_offset();
         let (released_tx, released) = tokio::sync::oneshot::channel::<DateTime<Local>>();
         let released = opening.is_some().then_some(released);
         let task = tokio::spawn(async move {
@@ -388,7 +389,7 @@ impl Recorder {
                         let opened = opening.await;
                         let start = instant_on_wall_clock(opened + RELEASE_LEAD);
                         let _ = released_tx.send(start);
-                        release_line(start)
+                        release_line(start + endpoint_clock)
                     }
                     None => {
                         if ready.await.is_err() {

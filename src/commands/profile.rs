@@ -135,13 +135,24 @@ pub fn human_summary(outcome: &SessionOutcome) -> String {
         ));
     }
     if !outcome.record.endpoints.is_empty() {
-        if let Some(spread) = start_spread_ms(&outcome.record.captures) {
-            let uncertainty = outcome
-                .record
-                .endpoints
-                .iter()
-                .filter_map(|e| e.clock_before.map(|c| c.uncertainty_ms))
-                .fold(0.0, f64::max);
+        let uncertainty = outcome
+            .record
+            .endpoints
+            .iter()
+            .filter_map(|e| e.clock_before.map(|c| c.uncertainty_ms))
+            .fold(0.0, f64::max);
+        // Judged by what was recorded where the recorders stamp their samples; the release
+        // instants are this host's own and agree by construction.
+        let by_samples = outcome
+            .record
+            .alignment
+            .as_ref()
+            .and_then(|a| Some((a.first_sample_spread_ms?, a.last_sample_spread_ms?)));
+        if let Some((first, last)) = by_samples {
+            out.push_str(&format!(
+                "  samples: first within {first} ms, last within {last} ms of each other on this host's clock (endpoint clocks known to ± {uncertainty:.1} ms)\n"
+            ));
+        } else if let Some(spread) = start_spread_ms(&outcome.record.captures) {
             out.push_str(&format!(
                 "  starts: within {spread:.0} ms of each other on this host's clock (endpoint clocks known to ± {uncertainty:.1} ms)\n"
             ));

@@ -45,6 +45,17 @@ impl ClockOffset {
     pub fn agrees_with(&self, expected_ms: f64) -> bool {
         (self.offset_ms - expected_ms).abs() <= self.uncertainty_ms
     }
+
+    /// The offset in ns where it is known to be there (larger than its uncertainty), else
+    /// 0: a clock shared with this host measures a few ms off either way, and shifting
+    /// by that would only add the measurement's error.
+    pub fn known_shift_ns(&self) -> i64 {
+        if self.offset_ms.abs() > self.uncertainty_ms {
+            (self.offset_ms * 1e6).round() as i64
+        } else {
+            0
+        }
+    }
 }
 
 /// The offset by the exchange with the shortest round trip; None without a usable one (a
@@ -74,6 +85,20 @@ pub fn parse_reading(text: &str) -> Option<i128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_offset_larger_than_its_uncertainty_is_a_shift() {
+        let clock = |offset_ms, uncertainty_ms| ClockOffset {
+            offset_ms,
+            uncertainty_ms,
+            exchanges: 8,
+        };
+        assert_eq!(clock(-2480.5, 40.0).known_shift_ns(), -2_480_500_000);
+        assert_eq!(clock(5001.0, 2.0).known_shift_ns(), 5_001_000_000);
+        // A shared clock read through a slow exec: noise, not a shift.
+        assert_eq!(clock(21.0, 25.0).known_shift_ns(), 0);
+        assert_eq!(clock(-3.0, 3.0).known_shift_ns(), 0);
+    }
 
     const S: i128 = 1_000_000_000;
     const MS: i128 = 1_000_000;
