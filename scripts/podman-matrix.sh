@@ -16,17 +16,22 @@ PODMAN=(podman --cgroup-manager=cgroupfs --events-backend=file --runtime runc)
 
 scripts/podman-up.sh || exit 1
 DEVPROF_PODMAN_NAMES=demo-seq scripts/podman-up.sh || exit 1
-if docker image inspect "$PLAIN" >/dev/null 2>&1 && ! "${PODMAN[@]}" image exists "$PLAIN"; then
-  docker save "$PLAIN" | "${PODMAN[@]}" load -q >/dev/null
-fi
+# The images the tests start containers from, where Podman lacks them.
+for image in "$PLAIN" "${DEVPROF_BASE_IMAGE:-debian:bookworm-slim}"; do
+  if docker image inspect "$image" >/dev/null 2>&1 && ! "${PODMAN[@]}" image exists "$image"; then
+    docker save "$image" | "${PODMAN[@]}" load -q >/dev/null
+  fi
+done
 trap '"${PODMAN[@]}" rm -f -t 2 demo-seq >/dev/null 2>&1' EXIT
 
 args=()
 for t in "${TESTS[@]}"; do args+=(--test "$t"); done
 log=$(mktemp /tmp/devprof-podman-matrix.XXXXXX)
-DOCKER_HOST="$SOCKET" cargo test --locked "${args[@]}" -- --include-ignored --test-threads=1 2>&1 | tee "$log" \
+DOCKER_HOST="$SOCKET" cargo test --locked --no-fail-fast "${args[@]}" -- --include-ignored --test-threads=1 2>&1 | tee "$log" \
   | grep -E "^test .* \.\.\. " || true
 echo
 echo "against Podman: $(grep -cE '^test .* \.\.\. ok$' "$log") passed, $(grep -cE '^test .* \.\.\. FAILED$' "$log") failed"
-grep -E "^    [a-z_]+$" "$log" | sed 's/^ */  failed: /' || true
-rm -f "$log"
+# Each failure with the line after its panic (what it found).
+grep -A1 -E "^thread '.*' .*panicked at" "$log" | grep -vE "^(--|stack backtrace:)$" \
+  | sed -E "s/^thread '([a-z0-9_]+)'.*/  failed: \1/; s/^([^ ])/    \1/" || true
+echo "the whole log: $log"

@@ -70,9 +70,28 @@ pub fn devprof(cwd: &Path) -> assert_cmd::Command {
 
 pub fn docker(args: &[&str]) -> Output {
     Command::new("docker")
-        .args(args)
+        .args(with_limits(args))
         .output()
         .expect("docker CLI")
+}
+
+/// A container the tests start gets explicit resource limits: Podman's defaults (1048576
+/// open files) are refused by a kernel whose limit is lower ("error setting rlimit type
+/// 7"), so the same tests run against Docker and, through scripts/podman-matrix.sh, Podman.
+fn with_limits<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    match args.split_first() {
+        Some((&"run", rest)) => [
+            "run",
+            "--ulimit",
+            "nofile=16384:16384",
+            "--ulimit",
+            "nproc=16384:16384",
+        ]
+        .into_iter()
+        .chain(rest.iter().copied())
+        .collect(),
+        _ => args.to_vec(),
+    }
 }
 
 /// `docker` with a deadline: an exec into a container removed while it attaches can wait
