@@ -104,17 +104,14 @@ fn perf_map_capture(test: &str, mode: &str) {
         "{}",
         manifest["notes"]
     );
-    // In exec mode the native fold names the JIT code from the map it read out of the
-    // container, and keeps that map beside the capture for a later fold. (From a sidecar
-    // the files under the target's /proc/PID/root cannot be copied out through the
-    // engine's archive API, so perf script folds there, and the map is kept all the same.)
-    if mode == "exec" {
-        assert_eq!(
-            manifest["fold_path"], "native",
-            "notes: {}",
-            manifest["notes"]
-        );
-    }
+    // The native fold names the JIT code from the map it read out of the container (from
+    // a sidecar: under the target's /proc/PID/root, the binaries copied out of the target
+    // container itself), and keeps that map beside the capture for a later fold.
+    assert_eq!(
+        manifest["fold_path"], "native",
+        "{mode}: notes: {}",
+        manifest["notes"]
+    );
     let map = with_ext(&stem, "perf-map");
     let map_text = std::fs::read_to_string(&map).unwrap_or_default();
     assert!(

@@ -42,7 +42,8 @@ pub struct Cli {
     #[arg(long, short = 'q', global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
-    /// Print the details a command can give (`build`: the whole build log).
+    /// Print the details a command can give (`build`: the whole build log; `cpu`: the time
+    /// each phase took, after the summary).
     #[arg(long, short = 'v', global = true)]
     pub verbose: bool,
 

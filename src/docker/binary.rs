@@ -109,12 +109,16 @@ fn over_budget(copies: usize, copied: u64, size: u64) -> Option<String> {
     }
 }
 
-/// Fetches each of `paths` (as seen in `container` through `shell`) once into
-/// `dir/.symbols/<key>/`, keyed by path, size and time in the container, so the next
-/// capture of the same files copies nothing. Copies within the budgets above; past them a
-/// file is `Failed` with the reason (symbols then come from what was copied).
+/// Fetches each of `paths` (as `container` has them) once into `dir/.symbols/<key>/`,
+/// keyed by path, size and time in the container, so the next capture of the same files
+/// copies nothing. `shell` judges them first, seeing them under `root` (empty in the
+/// container itself; `/proc/<pid>/root` from a sidecar, whose own archive cannot reach
+/// there: the copy then comes from the target container's). Copies within the budgets
+/// above; past them a file is `Failed` with the reason (symbols then come from what was
+/// copied).
 pub async fn fetch_cached(
     shell: &Shell,
+    root: &str,
     container: &str,
     paths: &[String],
     dir: &Path,
@@ -127,7 +131,7 @@ pub async fn fetch_cached(
         .map(|p| {
             format!(
                 "printf 'file\\t%s\\n' \"$(stat -L -c '%s %Y %i' -- {} 2>/dev/null)\"\n",
-                quote(p)
+                quote(&format!("{root}{p}"))
             )
         })
         .collect();

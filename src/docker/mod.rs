@@ -284,13 +284,14 @@ impl Docker {
     }
 
     /// Whether the endpoint runs its containers rootless (in a user namespace), as its
-    /// security options say (`name=rootless`, Docker's and Podman's word); false when it
-    /// cannot be asked.
+    /// `/info` says; false when it cannot be asked.
     pub async fn rootless(&self) -> bool {
-        self.client
-            .info()
-            .await
-            .is_ok_and(|info| says_rootless(info.security_options.as_deref().unwrap_or(&[])))
+        self.client.info().await.is_ok_and(|info| {
+            says_rootless(
+                info.security_options.as_deref().unwrap_or(&[]),
+                info.docker_root_dir.as_deref().unwrap_or(""),
+            )
+        })
     }
 
     /// The endpoint's product; Docker when it cannot be asked.
@@ -302,12 +303,16 @@ impl Docker {
     }
 }
 
-/// Whether an endpoint's security options (`["name=seccomp,profile=builtin",
-/// "name=rootless", ...]`) say that it runs rootless.
-fn says_rootless(options: &[String]) -> bool {
+/// Whether an endpoint's `/info` says that it runs rootless: Docker names it among the
+/// security options (`["name=seccomp,profile=builtin", "name=rootless", ...]`); Podman
+/// 4.3's compatible API does not (its `Rootless: true` is outside Docker's schema), but
+/// keeps its storage, as rootless Docker does, in the user's data directory
+/// (`~/.local/share/containers/storage`), where a rootful endpoint never does.
+fn says_rootless(options: &[String], data_root: &str) -> bool {
     options
         .iter()
         .any(|o| o.split(',').any(|part| part == "name=rootless"))
+        || data_root.contains("/.local/share/")
 }
 
 /// An error with the causes under it: hyper's own text ("client error (Connect)") hides
@@ -361,20 +366,35 @@ mod tests {
     fn an_endpoint_says_rootless_in_its_security_options() {
         let options = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         // Docker's and Podman's words, as /info gives them.
-        assert!(says_rootless(&options(&[
-            "name=seccomp,profile=builtin",
-            "name=rootless",
-            "name=cgroupns"
-        ])));
-        assert!(says_rootless(&options(&[
-            "name=seccomp,profile=default,name=rootless"
-        ])));
-        assert!(!says_rootless(&options(&[
-            "name=apparmor",
-            "name=seccomp,profile=builtin",
-            "name=cgroupns"
-        ])));
-        assert!(!says_rootless(&[]));
+        let rootful = "/var/lib/docker";
+        assert!(says_rootless(
+            &options(&[
+                "name=seccomp,profile=builtin",
+                "name=rootless",
+                "name=cgroupns"
+            ]),
+            rootful
+        ));
+        assert!(says_rootless(
+            &options(&["name=seccomp,profile=default,name=rootless"]),
+            rootful
+        ));
+        assert!(!says_rootless(
+            &options(&[
+                "name=apparmor",
+                "name=seccomp,profile=builtin",
+                "name=cgroupns"
+            ]),
+            rootful
+        ));
+        assert!(!says_rootless(&[], rootful));
+        // Rootless Podman 4.3, as its /info gave it on the test bed; and rootful Podman.
+        let podman = options(&["name=seccomp,profile=default"]);
+        assert!(says_rootless(
+            &podman,
+            "/home/devprof-rootless/.local/share/containers/storage"
+        ));
+        assert!(!says_rootless(&podman, "/var/lib/containers/storage"));
     }
 
     #[test]

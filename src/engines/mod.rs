@@ -48,6 +48,9 @@ pub struct RecordCommand {
 /// What the recording command left behind, for `collect`.
 pub struct CollectJob<'a> {
     pub shell: &'a Shell,
+    /// The target's container (its id): its files are copied out of it, also when `shell`
+    /// is a sidecar's.
+    pub target_container: &'a str,
     /// The Go executable as read when the target was found (a Go target only).
     pub go: Option<std::sync::Arc<crate::symbols::binary::GoBinary>>,
     /// The recorded process, as seen from `shell`.

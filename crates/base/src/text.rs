@@ -87,13 +87,19 @@ pub fn first_error_line(stderr: &str) -> String {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    lines
+    let at = lines
         .iter()
-        .find(|l| l.to_ascii_lowercase().starts_with("error"))
-        .or_else(|| lines.iter().find(|l| is_permission_error(l)))
-        .or(lines.first())
-        .map(|l| l.to_string())
-        .unwrap_or_else(|| "no error output".to_string())
+        .position(|l| l.to_ascii_lowercase().starts_with("error"))
+        .or_else(|| lines.iter().position(|l| is_permission_error(l)))
+        .unwrap_or(0);
+    match (lines.get(at), lines.get(at + 1)) {
+        // perf's "Error:" alone heads the sentence on the next line.
+        (Some(head), Some(next)) if head.trim_end_matches(':').eq_ignore_ascii_case("error") => {
+            format!("{head} {next}")
+        }
+        (Some(line), _) => line.to_string(),
+        (None, _) => "no error output".to_string(),
+    }
 }
 
 /// Whether a tool's error text is about being denied (perf_event_open, ptrace).
@@ -109,6 +115,23 @@ pub fn is_permission_error(stderr: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_error_heading_takes_the_sentence_under_it() {
+        let perf =
+            "Error:\nNo permission to enable cpu-clock event.\n\nYou may not have permission\n";
+        assert_eq!(
+            first_error_line(perf),
+            "Error: No permission to enable cpu-clock event."
+        );
+        assert_eq!(
+            first_error_line("warn\nerror: bad event\n"),
+            "error: bad event"
+        );
+        assert_eq!(first_error_line("only this"), "only this");
+        assert_eq!(first_error_line("Error:"), "Error:");
+        assert_eq!(first_error_line(""), "no error output");
+    }
 
     #[test]
     fn escaped_text_cannot_become_markup() {

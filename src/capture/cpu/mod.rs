@@ -634,6 +634,7 @@ async fn collect<E: Engine>(
     }
     let job = CollectJob {
         shell: &target.shell,
+        target_container: &target.container.id,
         go: target.go.clone(),
         pid: target.process.pid,
         workdir: run.workdir,

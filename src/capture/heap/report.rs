@@ -332,7 +332,8 @@ pub(super) async fn fetch_modules(
     if paths.is_empty() {
         return (modules, records);
     }
-    let fetched = binary::fetch_cached(&target.shell, &target.container.name, &paths, dir).await;
+    let fetched =
+        binary::fetch_cached(&target.shell, "", &target.container.name, &paths, dir).await;
     for (path, fetched) in paths.iter().zip(fetched) {
         let mut record = ModuleRecord {
             path: path.clone(),

@@ -163,9 +163,14 @@ async fn parse_and_keep(
 async fn fetch_local(job: &CollectJob<'_>, paths: Vec<String>) -> Vec<(String, PathBuf)> {
     // In a sidecar, the target's files are seen under its /proc/<pid>/root.
     let root = job.symfs.as_deref().unwrap_or("");
-    let seen: Vec<String> = paths.iter().map(|p| format!("{root}{p}")).collect();
-    let fetched =
-        binary::fetch_cached(job.shell, job.shell.container(), &seen, job.stem.dir()).await;
+    let fetched = binary::fetch_cached(
+        job.shell,
+        root,
+        job.target_container,
+        &paths,
+        job.stem.dir(),
+    )
+    .await;
     paths
         .into_iter()
         .zip(fetched)
@@ -244,7 +249,6 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
     let perf_maps = perf_maps(job, raw.jit_pids()).await;
     // In a sidecar, the target's files are seen under its /proc/<pid>/root.
     let root = job.symfs.as_deref().unwrap_or("");
-    let seen: Vec<String> = paths.iter().map(|p| format!("{root}{p}")).collect();
     // The binaries and the kernel's symbols come out of the container at the same time.
     let cache = job.stem.dir().join(SYMBOL_CACHE);
     let kallsyms = async {
@@ -254,7 +258,13 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
         kernel_symbols(job.shell, &cache, &raw).await
     };
     let (fetched, kallsyms) = tokio::join!(
-        binary::fetch_cached(job.shell, job.shell.container(), &seen, job.stem.dir()),
+        binary::fetch_cached(
+            job.shell,
+            root,
+            job.target_container,
+            &paths,
+            job.stem.dir()
+        ),
         kallsyms
     );
     let mut locals: Vec<(String, PathBuf)> = paths

@@ -78,6 +78,8 @@ pub struct DoctorFacts {
     /// The daemon's address, or why it cannot be reached.
     pub daemon: Option<Result<String, String>>,
     pub endpoint: Option<EndpointVersion>,
+    /// Whether the endpoint runs its containers rootless (in a user namespace).
+    pub rootless: bool,
     pub container: Option<Result<ContainerInfo, String>>,
     pub config: Option<ContainerConfig>,
     /// Whether the engine accepts CAP_PERFMON (a container created with it, never started).

@@ -33,6 +33,7 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
     };
     facts.daemon = Some(Ok(docker.address().to_string()));
     facts.endpoint = docker.endpoint_version().await.ok();
+    facts.rootless = docker.rootless().await;
     let container = match docker
         .containers()
         .await

@@ -138,9 +138,10 @@ pub fn evaluate(facts: &DoctorFacts) -> Vec<Check> {
                 .as_ref()
                 .map(|e| {
                     format!(
-                        " ({} {}, API {}, kernel {})",
+                        " ({} {}{}, API {}, kernel {})",
                         e.flavour.name(),
                         e.version,
+                        if facts.rootless { ", rootless" } else { "" },
                         e.api_version,
                         e.kernel
                     )
