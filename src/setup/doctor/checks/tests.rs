@@ -98,6 +98,7 @@ fn demo_seq() -> DoctorFacts {
         target: "demo-seq".into(),
         daemon: Some(Ok("unix:///var/run/docker.sock".into())),
         endpoint: Some(endpoint()),
+        rootless: false,
         container: Some(Ok(container("demo-seq"))),
         config: Some(ContainerConfig {
             cap_add: vec![
@@ -133,6 +134,7 @@ fn plain() -> DoctorFacts {
         target: "plain".into(),
         daemon: Some(Ok("unix:///var/run/docker.sock".into())),
         endpoint: Some(endpoint()),
+        rootless: false,
         container: Some(Ok(container("plain"))),
         config: Some(ContainerConfig::default()),
         perfmon_known: Some(Err(PERFMON_REJECTED.into())),
@@ -400,5 +402,20 @@ fn extras_parse_real_output() {
     assert_eq!(
         (p.tracefs, p.kallsyms_address.as_str()),
         (None, "0000000000000000")
+    );
+}
+
+#[test]
+fn the_endpoint_line_says_when_the_endpoint_runs_rootless() {
+    let rootful = evaluate(&demo_seq());
+    assert!(!by_id(&rootful, "daemon").detail.contains("rootless"));
+    let rootless = evaluate(&DoctorFacts {
+        rootless: true,
+        ..demo_seq()
+    });
+    let line = &by_id(&rootless, "daemon").detail;
+    assert!(
+        line.contains("20.10.24+dfsg1, rootless, API 1.41"),
+        "{line}"
     );
 }
