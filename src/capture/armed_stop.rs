@@ -16,6 +16,17 @@ use tokio::sync::mpsc;
 /// line takes to reach a container on a loaded host (up to ~0.3 s seen here).
 pub const RELEASE_LEAD: Duration = Duration::from_millis(500);
 
+/// In a session, waits for the gate and then for the instant the recorders are released
+/// at (its opening plus the lead), so that a capture without a recorder of its own (a heap
+/// dump, a pprof fetch) opens its window with theirs; returns that instant. Outside a
+/// session returns None at once.
+pub async fn released() -> Option<Instant> {
+    let opened = super::gate::wait_for_start().await?;
+    let at = opened + RELEASE_LEAD;
+    tokio::time::sleep_until(at.into()).await;
+    Some(at)
+}
+
 /// A monotonic instant on this host's wall clock.
 pub fn instant_on_wall_clock(at: Instant) -> DateTime<Local> {
     let now = Instant::now();

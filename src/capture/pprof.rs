@@ -55,7 +55,7 @@ async fn fetch_and_write(
     };
     let base = fetcher.endpoint(&target, given_url).await?;
     // In a session, the fetch (the runtime's window) opens with the other recorders.
-    gate::wait_for_start().await;
+    super::armed_stop::released().await;
     let fetched =
         pprof::fetch_profile(fetcher, &target, kind, pprof::profile_url(&base, kind)).await?;
 

@@ -249,11 +249,15 @@ pub(super) async fn fresh_dumps(
     let before = dumps_since_process_start(target).await?;
     let mut last_seq = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
     let label = format!("heap dumps of {} (pid {pid})", target.container.name);
-    // In a session, the start dump is asked for when every capture is ready.
+    // In a session, the start dump is asked for when the recorders start: the gate's
+    // opening plus the lead they are released at.
     tokio::select! {
-        _ = crate::capture::gate::wait_for_start() => {}
+        _ = crate::capture::armed_stop::released() => {}
         _ = interrupts.next() => return Err(Error::Interrupted),
     }
+    // The window runs from the start signal to the end signal: the process dumps as it
+    // handles each, however long the dump then takes to land.
+    let started = Instant::now();
     let started_at = chrono::Local::now();
     let bar = progress::capture_bar(window, &label);
     if bar.is_hidden() {
@@ -282,7 +286,6 @@ pub(super) async fn fresh_dumps(
         (false, Some(n)) => format!("interval dumps every 2^{n} bytes"),
         (false, None) => unreachable!("checked above"),
     });
-    let started = Instant::now();
     let mut interrupted = false;
     loop {
         let elapsed = started.elapsed();
@@ -306,6 +309,7 @@ pub(super) async fn fresh_dumps(
         bar.abandon_with_message("aborted");
         return Err(Error::Interrupted);
     }
+    let stopped_at = chrono::Local::now();
     if target.catches_signal {
         bar.set_message(format!("SIG{signal_name}: dump at the end"));
         let now = dumps_since_process_start(target).await?;
@@ -321,7 +325,6 @@ pub(super) async fn fresh_dumps(
         }
     }
     bar.finish_and_clear();
-    let stopped_at = chrono::Local::now();
     let before_max = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
     let after = dumps_since_process_start(target).await?;
     let fresh: Vec<DumpFile> = after
