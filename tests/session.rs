@@ -568,7 +568,7 @@ fn check_cut_to_window(cwd: &Path, session: &serde_json::Value, span: &serde_jso
     }
     // The cut's flamegraph is drawn from the cut and listed as a graph of its own.
     let svg = std::fs::read_to_string(manifest_path.with_extension("session.svg")).unwrap();
-    assert!(svg.contains("the session's window"), "{svg:.300}");
+    assert!(svg.contains("cut from the whole recording"), "{svg:.300}");
     assert!(
         manifest["graphs"]
             .as_array()
