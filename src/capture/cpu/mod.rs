@@ -171,6 +171,17 @@ impl EngineKind {
             EngineKind::PySpy => PySpyEngine::default().name(),
         }
     }
+
+    /// Why this engine may stand in for the one before it in a chain, for the note.
+    fn stands_in_because(self) -> &'static str {
+        match self {
+            EngineKind::Perf => {
+                "the process runs with Python's perf trampolines (-X perf / PYTHONPERFSUPPORT), \
+                 which name its frames for perf too"
+            }
+            EngineKind::PySpy => "it reads the interpreter's own stacks",
+        }
+    }
 }
 
 /// The engines a Python capture tries, in order. perf follows py-spy only under auto, and
@@ -209,9 +220,10 @@ async fn run_chain(
         };
         match (result, engines.peek()) {
             (Err(e), Some(next)) if e.engine_unavailable() => eprintln!(
-                "note: {}; recording with {} instead",
+                "note: {}; recording with {} instead: {}",
                 first_line(&e.to_string()),
-                next.name()
+                next.name(),
+                next.stands_in_because()
             ),
             (result, _) => return result,
         }
