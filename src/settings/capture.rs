@@ -531,6 +531,47 @@ fn heap_file_names(names: &[String]) -> Result<Vec<String>> {
 mod tests {
     use super::*;
 
+    fn engine_of(args: &[&str]) -> Result<EngineSpec> {
+        use clap::Parser;
+        let line = ["devprof", "cpu"].into_iter().chain(args.iter().copied());
+        let crate::cli::Command::Cpu(cpu) = crate::cli::Cli::try_parse_from(line).unwrap().command
+        else {
+            panic!("{args:?} is not a cpu command line");
+        };
+        let command_run = !cpu.command.is_empty();
+        engine_spec_of(&cpu, command_run)
+    }
+
+    #[test]
+    fn each_engine_carries_its_own_options_and_a_stray_one_is_named() {
+        assert!(
+            matches!(engine_of(&["x", "--wall"]), Ok(EngineSpec::Auto { jvm, .. }) if jvm.wall)
+        );
+        assert!(matches!(
+            engine_of(&["x", "--engine", "py-spy", "--gil"]),
+            Ok(EngineSpec::PySpy(p)) if p.gil && !p.native
+        ));
+        assert_eq!(
+            engine_of(&["x", "--engine", "perf"]).unwrap(),
+            EngineSpec::Perf
+        );
+        let wall = engine_of(&["x", "--engine", "perf", "--wall"]).unwrap_err();
+        assert!(
+            wall.to_string().contains("--wall needs async-profiler"),
+            "{wall}"
+        );
+        let html = engine_of(&["x", "--engine", "py-spy", "--asprof-html"]).unwrap_err();
+        assert!(html.to_string().contains("--asprof-html"), "{html}");
+        assert!(matches!(
+            engine_of(&["x", "--engine", "pprof", "--pprof-url", "http://127.0.0.1:6060/debug/pprof/"]),
+            Ok(EngineSpec::Pprof { url: Some(u) }) if u == "http://127.0.0.1:6060"
+        ));
+        // A command run records with perf, and only perf.
+        assert_eq!(engine_of(&["x", "--", "true"]).unwrap(), EngineSpec::Perf);
+        assert!(engine_of(&["x", "--engine", "py-spy", "--", "true"]).is_err());
+        assert!(engine_of(&["x", "--wall", "--", "true"]).is_err());
+    }
+
     #[test]
     fn every_fold_path_works_with_both_call_graphs() {
         use crate::cli::FoldArg;
