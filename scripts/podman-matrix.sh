@@ -17,7 +17,10 @@ PODMAN=(podman --cgroup-manager=cgroupfs --events-backend=file --runtime runc)
 scripts/podman-up.sh || exit 1
 DEVPROF_PODMAN_NAMES=demo-seq scripts/podman-up.sh || exit 1
 # The images the tests start containers from, where Podman lacks them.
-for image in "$PLAIN" "${DEVPROF_BASE_IMAGE:-debian:bookworm-slim}"; do
+images=("$PLAIN" "${DEVPROF_BASE_IMAGE:-debian:bookworm-slim}")
+# The build tests build from Rust's image.
+[[ " ${TESTS[*]} " == *" build "* ]] && images+=("${DEVPROF_RUST_IMAGE:-rust:1-slim-bookworm}")
+for image in "${images[@]}"; do
   if docker image inspect "$image" >/dev/null 2>&1 && ! "${PODMAN[@]}" image exists "$image"; then
     docker save "$image" | "${PODMAN[@]}" load -q >/dev/null
   fi

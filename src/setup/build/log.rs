@@ -48,14 +48,15 @@ impl BuildLog {
     fn line(&mut self, line: String) -> Option<LogEvent> {
         let line = strip_ansi(&line);
         let trimmed = line.trim();
-        if trimmed.starts_with("Step ") && trimmed.contains(" : ") {
+        if let Some(step) = step_line(trimmed) {
             self.steps_total += 1;
-            self.step = Some(trimmed.to_string());
+            self.step = Some(step.clone());
             self.cached = false;
             self.tail.clear();
-            return Some(LogEvent::Step(trimmed.to_string()));
+            return Some(LogEvent::Step(step));
         }
-        if trimmed == "---> Using cache" {
+        // Docker's classic builder: `---> Using cache`; buildah (Podman): `--> Using cache ID`.
+        if trimmed == "---> Using cache" || trimmed.starts_with("--> Using cache") {
             self.cached = true;
             self.steps_cached += 1;
             return None;
@@ -65,6 +66,7 @@ impl BuildLog {
             return None;
         }
         if trimmed.starts_with("---> ")
+            || trimmed.starts_with("--> ")
             || trimmed.starts_with("Removing intermediate container")
             || trimmed.starts_with("Successfully tagged")
             || trimmed.is_empty()
@@ -88,9 +90,42 @@ impl BuildLog {
     }
 }
 
+/// A step's announcement in Docker's words (`Step 7/15 : RUN cargo build`), also when
+/// buildah, Podman's builder, announces it (`STEP 7/15: RUN cargo build`).
+fn step_line(line: &str) -> Option<String> {
+    if line.starts_with("Step ") && line.contains(" : ") {
+        return Some(line.to_string());
+    }
+    let rest = line.strip_prefix("STEP ")?;
+    let (number, instruction) = rest.split_once(": ")?;
+    let (n, m) = number.split_once('/')?;
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    (digits(n) && digits(m)).then(|| format!("Step {number} : {instruction}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn buildahs_steps_are_read_as_dockers() {
+        // As Podman 4.3's /build streamed a failing build on the test bed.
+        let mut log = BuildLog::default();
+        log.push("STEP 1/5: FROM debian:bookworm-slim\nSTEP 2/5: RUN echo devprof-test-marker && exit 3\n");
+        log.push("devprof-test-marker\n");
+        assert_eq!(
+            log.step.as_deref(),
+            Some("Step 2/5 : RUN echo devprof-test-marker && exit 3")
+        );
+        assert_eq!(log.steps_total, 2);
+        assert_eq!(log.tail(), ["devprof-test-marker"]);
+        log.push("STEP 3/5: USER root\n--> Using cache 1f0e6c0b9a2d\n--> 1f0e6c0b9a2d\n");
+        assert_eq!((log.steps_total, log.steps_cached), (3, 1));
+        assert!(log.tail().is_empty());
+        // Neither a step nor a number: output.
+        assert_eq!(step_line("STEP x/5: RUN"), None);
+        assert_eq!(step_line("STEPS 1/5: RUN"), None);
+    }
 
     /// Output of a real classic-builder run (Docker 20.10), split at awkward places.
     const LOG: &str =
