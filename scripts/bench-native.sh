@@ -106,13 +106,9 @@ print(f"native is {med(sw) / med(nw):.1f}x faster in wall time (median; {min(sw)
 print(f"native is {med(fw) / med(nw):.1f}x faster than perf script with kallsyms from a file (wall, median)")
 if os.path.exists(sys.argv[6]):
     print(f"the first native fold of a boot is {med(sw) / cw:.1f}x faster than perf script (wall)")
-def counts(p):
-    out = {}
-    for l in open(p):
-        s, n = l.rstrip("\n").rsplit(" ", 1)
-        out[s] = out.get(s, 0) + int(n)
-    return out
-a, b = counts(sys.argv[3]), counts(sys.argv[4])
+sys.path.insert(0, "scripts")
+from folded_compare import load
+a, b = load(sys.argv[3]), load(sys.argv[4])
 ta, tb = sum(a.values()), sum(b.values())
 same = sum(min(n, a.get(s, 0)) for s, n in b.items())
 print(f"samples: native {ta}, perf script {tb}; identical stacks for {100 * same / max(tb, 1):.1f}% of perf script's samples")

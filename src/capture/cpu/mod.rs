@@ -84,13 +84,13 @@ async fn run_cpu_window(settings: &CpuSettings, interrupts: &mut Interrupts) -> 
             let perf_names_python =
                 python_perf_trampolines(&located.process.cmdline, &located.process_facts);
             let chain = python_chain(true, perf_names_python);
-            run_chain(&chain, *python, jvm, located, settings, interrupts).await
+            run_chain(chain, *python, jvm, located, settings, interrupts).await
         }
         EngineSpec::Auto { jvm, .. } => run_perf(jvm, located, settings, interrupts).await,
         EngineSpec::PySpy(python) => {
             let chain = python_chain(false, false);
             let jvm = AsprofOptions::default();
-            run_chain(&chain, *python, &jvm, located, settings, interrupts).await
+            run_chain(chain, *python, &jvm, located, settings, interrupts).await
         }
         EngineSpec::Perf => {
             run_perf(&AsprofOptions::default(), located, settings, interrupts).await
@@ -171,64 +171,69 @@ impl EngineKind {
             EngineKind::PySpy => PySpyEngine::default().name(),
         }
     }
+}
 
-    /// Why this engine may stand in for the one before it in a chain, for the note.
-    fn stands_in_because(self) -> &'static str {
-        match self {
-            EngineKind::Perf => {
-                "the process runs with Python's perf trampolines (-X perf / PYTHONPERFSUPPORT), \
-                 which name its frames for perf too"
-            }
-            EngineKind::PySpy => "it reads the interpreter's own stacks",
-        }
+/// An engine, and the one that stands in for it when it is not available, with why it
+/// may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Chain {
+    first: EngineKind,
+    then: Option<(EngineKind, &'static str)>,
+}
+
+/// A Python capture's engines. perf stands in for py-spy only under auto, and only where
+/// perf names Python frames too (Python 3.12+ with its perf trampolines).
+fn python_chain(auto: bool, perf_names_python: bool) -> Chain {
+    Chain {
+        first: EngineKind::PySpy,
+        then: (auto && perf_names_python).then_some((
+            EngineKind::Perf,
+            "the process runs with Python's perf trampolines (-X perf / PYTHONPERFSUPPORT), \
+             which name its frames for perf too",
+        )),
     }
 }
 
-/// The engines a Python capture tries, in order. perf follows py-spy only under auto, and
-/// only where perf names Python frames too (Python 3.12+ with its perf trampolines).
-fn python_chain(auto: bool, perf_names_python: bool) -> Vec<EngineKind> {
-    if auto && perf_names_python {
-        vec![EngineKind::PySpy, EngineKind::Perf]
-    } else {
-        vec![EngineKind::PySpy]
-    }
-}
-
-/// Runs the first engine of `chain`; the next one runs only when the one before it is not
-/// available (its tool, or the sidecar image with it, missing), never after a recording
-/// failed or was interrupted.
+/// Runs the chain's first engine; the next one runs only when the first is not available
+/// (its tool, or the sidecar image with it, missing), never after a recording failed or
+/// was interrupted.
 async fn run_chain(
-    chain: &[EngineKind],
+    chain: Chain,
     python: PythonOptions,
     jvm: &AsprofOptions,
     located: Located,
     settings: &CpuSettings,
     interrupts: &mut Interrupts,
 ) -> Result<CpuOutcome> {
-    let mut located = Some(located);
-    let mut engines = chain.iter().peekable();
-    while let Some(kind) = engines.next() {
-        let here = match located.take() {
-            Some(found) => found,
-            None => locate(&settings.target, &settings.process).await?,
-        };
-        let result = match kind {
-            EngineKind::PySpy => {
-                run_with(&PySpyEngine::from(python), here, settings, interrupts).await
-            }
-            EngineKind::Perf => run_perf(jvm, here, settings, interrupts).await,
-        };
-        match (result, engines.peek()) {
-            (Err(e), Some(next)) if e.engine_unavailable() => eprintln!(
-                "note: {}; recording with {} instead: {}",
+    let first = run_kind(chain.first, python, jvm, located, settings, interrupts).await;
+    match (first, chain.then) {
+        (Err(e), Some((next, because))) if e.engine_unavailable() => {
+            eprintln!(
+                "note: {}; recording with {} instead: {because}",
                 first_line(&e.to_string()),
-                next.name(),
-                next.stands_in_because()
-            ),
-            (result, _) => return result,
+                next.name()
+            );
+            let located = locate(&settings.target, &settings.process).await?;
+            run_kind(next, python, jvm, located, settings, interrupts).await
         }
+        (result, _) => result,
     }
-    Err(Error::Usage("no engine to record with".into()))
+}
+
+async fn run_kind(
+    kind: EngineKind,
+    python: PythonOptions,
+    jvm: &AsprofOptions,
+    located: Located,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<CpuOutcome> {
+    match kind {
+        EngineKind::PySpy => {
+            run_with(&PySpyEngine::from(python), located, settings, interrupts).await
+        }
+        EngineKind::Perf => run_perf(jvm, located, settings, interrupts).await,
+    }
 }
 
 /// `--engine pprof`: the Go runtime's own CPU profile from the service's endpoint.
@@ -683,10 +688,11 @@ mod tests {
 
     #[test]
     fn perf_follows_py_spy_only_under_auto_where_perf_names_python() {
+        let engines = |c: Chain| (c.first, c.then.map(|(next, _)| next));
         use EngineKind::*;
-        assert_eq!(python_chain(true, true), [PySpy, Perf]);
-        assert_eq!(python_chain(true, false), [PySpy]);
+        assert_eq!(engines(python_chain(true, true)), (PySpy, Some(Perf)));
+        assert_eq!(engines(python_chain(true, false)), (PySpy, None));
         // Named, py-spy is the engine: no other records in its place.
-        assert_eq!(python_chain(false, true), [PySpy]);
+        assert_eq!(engines(python_chain(false, true)), (PySpy, None));
     }
 }

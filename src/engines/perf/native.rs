@@ -247,8 +247,6 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
     let paths = raw.files_used();
     let kernel = raw.has_kernel_frames();
     let perf_maps = perf_maps(job, raw.jit_pids()).await;
-    // In a sidecar, the target's files are seen under its /proc/<pid>/root.
-    let root = job.symfs.as_deref().unwrap_or("");
     // The binaries and the kernel's symbols come out of the container at the same time.
     let cache = job.stem.dir().join(SYMBOL_CACHE);
     let kallsyms = async {
@@ -257,24 +255,7 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
         }
         kernel_symbols(job.shell, &cache, &raw).await
     };
-    let (fetched, kallsyms) = tokio::join!(
-        binary::fetch_cached(
-            job.shell,
-            root,
-            job.target_container,
-            &paths,
-            job.stem.dir()
-        ),
-        kallsyms
-    );
-    let mut locals: Vec<(String, PathBuf)> = paths
-        .into_iter()
-        .zip(fetched)
-        .filter_map(|(path, f)| match f {
-            Fetched::Local { local, .. } => Some((path, local)),
-            Fetched::Missing | Fetched::Failed(_) => None,
-        })
-        .collect();
+    let (mut locals, kallsyms) = tokio::join!(fetch_local(job, paths), kallsyms);
     if raw.modules.iter().any(|m| m == unwind::VDSO) {
         locals.extend(unwind::own_vdso_file(&cache).map(|local| (unwind::VDSO.to_string(), local)));
     }
