@@ -21,7 +21,7 @@ use crate::store::session::{
 use crate::store::Stem;
 use crate::text::{first_line, truncate};
 use crate::ui::progress;
-use chrono::Local;
+use chrono::{DateTime, Local};
 use futures_util::future::join_all;
 use indicatif::ProgressBar;
 use std::collections::BTreeMap;
@@ -380,23 +380,63 @@ pub async fn run_session(
             clock_text(after)
         );
     }
-    // Perf recorders that took samples past the window (stopping late on a loaded host)
-    // get a copy cut to it; their whole recordings stay.
-    if let (Some(_), Some(start_ns)) = (gate.opened_at(), started_at.timestamp_nanos_opt()) {
-        let end_ns = start_ns.saturating_add(settings.duration.as_nanos() as i64);
-        let done = captures.iter_mut().filter_map(|c| match &mut c.result {
-            Ok(done) => Some((c.container.as_str(), done)),
-            Err(_) => None,
-        });
-        for failure in super::alignment::cut_to_window(done, &endpoints, start_ns, end_ns) {
-            progress::note(None, &format!("warning: {failure}"));
-        }
+    if gate.opened_at().is_some() {
+        cut_to_window(&mut captures, &endpoints, started_at, settings.duration);
     }
     let rows = chosen
         .iter()
         .map(|c| row(&c.key, &captures, readings.get(&c.key), settings.duration))
         .collect();
-    let record = SessionRecord {
+    let interrupted = interrupts.pending();
+    let record = session_record(
+        settings,
+        started_at,
+        interrupted,
+        rows,
+        &captures,
+        endpoints,
+    );
+    let text = serde_json::to_string_pretty(&record).expect("session record serializes");
+    std::fs::write(stem.path("json"), text + "\n")
+        .map_err(|e| Error::io(format!("write {}", stem.path("json").display()), e))?;
+    Ok(SessionOutcome {
+        record,
+        record_path: stem.path("json"),
+        captures,
+    })
+}
+
+/// Perf recorders that took samples past the window (stopping late on a loaded host) get
+/// a copy cut to it; their whole recordings stay.
+fn cut_to_window(
+    captures: &mut [CaptureEnd],
+    endpoints: &[SessionEndpoint],
+    started_at: DateTime<Local>,
+    duration: std::time::Duration,
+) {
+    let Some(start_ns) = started_at.timestamp_nanos_opt() else {
+        return;
+    };
+    let end_ns = start_ns.saturating_add(duration.as_nanos() as i64);
+    let done = captures.iter_mut().filter_map(|c| match &mut c.result {
+        Ok(done) => Some((c.container.as_str(), done)),
+        Err(_) => None,
+    });
+    for failure in super::alignment::cut_to_window(done, endpoints, start_ns, end_ns) {
+        progress::note(None, &format!("warning: {failure}"));
+    }
+}
+
+/// The session's own manifest.
+fn session_record(
+    settings: &ProfileSettings,
+    started_at: DateTime<Local>,
+    interrupted: bool,
+    rows: Vec<SessionRow>,
+    captures: &[CaptureEnd],
+    endpoints: Vec<SessionEndpoint>,
+) -> SessionRecord {
+    SessionRecord {
         devprof_version: env!("CARGO_PKG_VERSION").to_string(),
         kind: "session".into(),
         created: Local::now().to_rfc3339(),
@@ -404,7 +444,7 @@ pub async fn run_session(
         kinds: settings.kinds.iter().map(kind_text).collect(),
         duration_requested_s: settings.duration.as_secs_f64(),
         started_at: super::session::instant_text(&started_at),
-        interrupted: interrupts.pending(),
+        interrupted,
         rows,
         captures: captures
             .iter()
@@ -421,15 +461,7 @@ pub async fn run_session(
             &endpoints,
         )),
         endpoints,
-    };
-    let text = serde_json::to_string_pretty(&record).expect("session record serializes");
-    std::fs::write(stem.path("json"), text + "\n")
-        .map_err(|e| Error::io(format!("write {}", stem.path("json").display()), e))?;
-    Ok(SessionOutcome {
-        record,
-        record_path: stem.path("json"),
-        captures,
-    })
+    }
 }
 
 /// An error as a row says it: its first two lines (what failed, and why or what next), on
@@ -552,8 +584,13 @@ fn row(
         })
         .and_then(|path| crate::store::loader::read(&path).ok())
         .map(|folded| Waits::of(&folded));
+    // The verdict is judged on the figures the row shows, so its reason
+    // quotes the table's own numbers (30.549% must not read 31% beside 30%).
+    let thousandths = |x: f64| (x * 1000.0).round() / 1000.0;
+    let cpu_cores = cpu.map(|c| thousandths(c.cores));
+    let offcpu_s = offcpu_s.map(thousandths);
     let measured = Measured {
-        cpu_cores: cpu.map(|c| c.cores),
+        cpu_cores,
         window_s,
         heap_growth_bytes,
         offcpu_s,
@@ -561,11 +598,11 @@ fn row(
     };
     SessionRow {
         container: container.to_string(),
-        cpu_cores: cpu.map(|c| (c.cores * 1000.0).round() / 1000.0),
+        cpu_cores,
         pid: cpu.map(|c| c.pid),
         samples,
         heap_growth_bytes,
-        offcpu_s: offcpu_s.map(|s| (s * 1000.0).round() / 1000.0),
+        offcpu_s,
         verdict: if errors.is_empty() {
             judge(&measured)
         } else {
