@@ -33,7 +33,7 @@ use crate::docker::target::{
     ProcessSelector, CPU_SAMPLE_SCRIPT,
 };
 use crate::docker::{ContainerShell, Docker, Shell};
-use crate::engines::Engine;
+use crate::engines::{Engine, Reach};
 use crate::error::{Error, Result};
 use crate::runtime::{self, ProcessFacts, Runtime};
 use crate::settings::{CaptureMode, Placement};
@@ -198,6 +198,9 @@ pub async fn find_target<E: Engine>(
     placement: &Placement,
     needs_tracefs: bool,
 ) -> Result<Target<E::Ready>> {
+    if engine.reach() == Reach::Network {
+        return sidecar::start_on_network(engine, located, placement).await;
+    }
     let mode = placement.mode;
     if mode != CaptureMode::Sidecar {
         let prepare = || engine.prepare(&located.shell, &located.facts, &located.process);

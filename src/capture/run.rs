@@ -109,6 +109,7 @@ impl<'a, R> Run<'a, R> {
             until_command_ends: false,
             ends_with_target,
             enable_on_release: false,
+            stops_itself: false,
         }
     }
 

@@ -230,6 +230,9 @@ pub struct Window<'a> {
     /// fifo when released, so that its start-up (seconds on a loaded host) is paid before
     /// the window, not in it; an armed stop ends it.
     pub enable_on_release: bool,
+    /// The recorder ends by itself when its window is over and a stop signal would lose
+    /// what it recorded (`Engine::recorder_stops_itself`): no armed stop ends it.
+    pub stops_itself: bool,
 }
 
 pub use crate::store::ARTIFACT_EXTENSIONS;
@@ -269,8 +272,9 @@ pub async fn record(
     // A controlled recorder alone is stopped the same way: its own timer outlasts the
     // window by far.
     let (stop_at, stop_when) = tokio::sync::watch::channel(None);
-    let _armed = ((gate::in_session() || controlled) && !window.until_command_ends)
-        .then(|| ArmedStop::arm(shell, workdir, stop_when, gate::endpoint_clock_offset()));
+    let _armed =
+        ((gate::in_session() || controlled) && !window.until_command_ends && !window.stops_itself)
+            .then(|| ArmedStop::arm(shell, workdir, stop_when, gate::endpoint_clock_offset()));
     let opened = tokio::select! {
         opened = gate::wait_for_start() => opened,
         _ = interrupts.next() => {
@@ -286,12 +290,18 @@ pub async fn record(
         (Some(_), Some(released)) => Some(released.await.unwrap_or_else(|_| Local::now())),
         _ => None,
     };
-    if let Some(at) = opened {
-        let end = at + RELEASE_LEAD + window.duration;
-        stop_at.send_replace(Some(tokio::time::Instant::from(end)));
-    } else if controlled {
+    let stop_instant = match opened {
+        Some(at) => Some(at + RELEASE_LEAD + window.duration),
         // Alone, the release goes at once: the window is the duration from now.
-        stop_at.send_replace(Some(tokio::time::Instant::now() + window.duration));
+        None if controlled => Some(Instant::now() + window.duration),
+        None => None,
+    };
+    // The instant the armed stop tells the recorder to stop, on this host's wall clock.
+    let armed_stop_at = stop_instant
+        .filter(|_| _armed.is_some())
+        .map(instant_on_wall_clock);
+    if let Some(end) = stop_instant {
+        stop_at.send_replace(Some(tokio::time::Instant::from(end)));
     }
     // Markers: the target's log stream is followed over the window (capture/markers.rs).
     let follower = super::markers::follow(shell.docker(), window.watch.container());
@@ -328,6 +338,11 @@ pub async fn record(
         }
     };
     let mut recording = state.close(output, chunks, follower).await?;
+    // A recorder told to stop samples no more; what it does after (py-spy and
+    // async-profiler write their output) is not its window.
+    if let Some(stop) = armed_stop_at {
+        recording.stopped_at = recording.stopped_at.min(stop);
+    }
     if controlled {
         recording.output.stderr = without_control_lines(&recording.output.stderr);
     }

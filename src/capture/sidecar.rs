@@ -199,6 +199,73 @@ pub async fn start<E: Engine>(
     })
 }
 
+/// Places an engine of `Reach::Network` beside the target: a sidecar from the profiler
+/// image that joins the target's network as well as its pids (an endpoint on its loopback
+/// is reached, no port needs publishing), with no added rights: the engine reads what the
+/// process serves, never the process. Its `prepare` runs there; the process is the one
+/// already chosen.
+pub async fn start_on_network<E: Engine>(
+    engine: &E,
+    located: Located,
+    placement: &Placement,
+) -> Result<Target<E::Ready>> {
+    let docker = &located.docker;
+    let container = &located.container;
+    let image = placement.profiler_image.clone();
+    if !docker.has_image(&image).await {
+        return Err(Error::ProfilerImageMissing {
+            container: container.name.clone(),
+            fix: docker.flavour().await.image_fix(&image),
+            image,
+        });
+    }
+    let spec = SidecarSpec {
+        image: image.clone(),
+        target_id: container.id.clone(),
+        cap_add: Vec::new(),
+        security_opt: Vec::new(),
+        privileged: false,
+        binds: Vec::new(),
+        lifetime: placement.window + SPARE_LIFETIME,
+        share_network: true,
+    };
+    let info = docker.start_sidecar(&spec).await?;
+    let shell = docker.shell(&info);
+    let ready = match engine
+        .prepare(&shell, &located.facts, &located.process)
+        .await
+    {
+        Ok(ready) => ready,
+        Err(e) => {
+            docker.remove_container(&info.id).await;
+            return Err(match e {
+                Error::ToolMissing { tool, .. } => Error::ProfilerImageLacks {
+                    container: container.name.clone(),
+                    image,
+                    tool,
+                    fix: "rebuild it from dockerfiles/profiler.Dockerfile (scripts/testbed-up.sh does) or name another with --profiler-image".into(),
+                },
+                other => other,
+            });
+        }
+    };
+    Ok(Target {
+        shell,
+        container: located.container,
+        facts: located.facts,
+        process: located.process,
+        process_facts: located.process_facts,
+        runtime: located.runtime,
+        go: located.go,
+        ready,
+        sidecar: Some(Sidecar {
+            info,
+            privileges: "no added rights, on the target's network".into(),
+        }),
+        sysctls: None,
+    })
+}
+
 /// Whether the engine may record the process from this sidecar.
 async fn try_tier<E: Engine>(
     engine: &E,

@@ -7,6 +7,9 @@
 //!
 //! Adding an engine is a new module here implementing `Engine`, a variant of
 //! `settings::EngineSpec` carrying its options, and one arm where the cpu recipe runs it.
+//! An engine that reads what the process serves rather than the process itself (Go's
+//! pprof endpoint) says so with `Reach::Network`: the capture then places it beside the
+//! target on its network, with no added rights.
 
 pub mod asprof;
 pub mod perf;
@@ -98,6 +101,17 @@ pub struct Tool {
     pub version: String,
 }
 
+/// Where an engine's recorder must run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Where it sees the process: inside its container, or in a sidecar sharing its pid
+    /// namespace (the capture's placement chooses, climbing the sidecar's rights).
+    Process,
+    /// Beside the target, on its network too, with no added rights: the engine reads what
+    /// the process serves (an HTTP endpoint), not the process itself.
+    Network,
+}
+
 /// One way of recording a process. `Ready` is what `prepare` found out (the tool, the event
 /// it will sample, notes for the summary) and what the other steps need.
 pub trait Engine: Sync {
@@ -114,6 +128,25 @@ pub trait Engine: Sync {
         facts: &'a ContainerFacts,
         process: &'a ProcInfo,
     ) -> impl Future<Output = Result<Self::Ready>> + Send + 'a;
+
+    /// Where the recorder runs (`Reach::Process` unless the engine only speaks to the
+    /// process over its network).
+    fn reach(&self) -> Reach {
+        Reach::Process
+    }
+
+    /// Whether the recorder must end on its own: a stop signal would lose what it
+    /// recorded (an HTTP fetch the runtime answers when its own window closes), so no
+    /// armed stop ends it; it is stopped only on Ctrl-C or when it overruns.
+    fn recorder_stops_itself(&self) -> bool {
+        false
+    }
+
+    /// The rate this engine samples at when `requested` was asked (an engine with a rate
+    /// of its own says that one).
+    fn frequency(&self, _ready: &Self::Ready, requested: u32) -> u32 {
+        requested
+    }
 
     /// The fewest capabilities a sidecar needs for this engine, tried before the perf
     /// ladder (None: the engine needs what perf needs).

@@ -13,7 +13,7 @@ use super::{jit, locate, Located, Target};
 use crate::engines::asprof::{release, AsprofEngine, AsprofMode, AsprofSource};
 use crate::engines::perf::PerfEngine;
 use crate::engines::pyspy::PySpyEngine;
-use crate::engines::{CollectJob, Collected, Engine, RecordCommand, RecordJob};
+use crate::engines::{CollectJob, Collected, Engine, Reach, RecordCommand, RecordJob};
 use crate::error::{Error, Result};
 use crate::profile::stacks;
 use crate::runtime::{jvm, python_perf_trampolines, Runtime};
@@ -479,6 +479,7 @@ async fn record_window<E: Engine>(
     let container = &target.container.name;
     let ready = &target.ready;
     let event = engine.event(ready);
+    let frequency = engine.frequency(ready, settings.frequency);
     let notes = engine.notes(ready);
     let cwd = target.process_facts.cwd.as_deref().unwrap_or("/");
     let command_run = settings.command.as_deref().zip(run_as);
@@ -488,15 +489,14 @@ async fn record_window<E: Engine>(
                 Error::Usage(format!("{} cannot record a command run", engine.name()))
             })?;
             let label = format!(
-                "recording `{}` in {container} ({} Hz {event})",
+                "recording `{}` in {container} ({frequency} Hz {event})",
                 command::display(command),
-                settings.frequency
             );
             (tool, None, label)
         }
         None => {
             let RecordCommand { argv, user } = engine.record_command(ready, job);
-            let label = format!("recording {container} ({} Hz {event})", settings.frequency);
+            let label = format!("recording {container} ({frequency} Hz {event})");
             (argv, user, label)
         }
     };
@@ -526,6 +526,7 @@ async fn record_window<E: Engine>(
     window.user = user.as_deref();
     window.until_command_ends = launch.is_some();
     window.enable_on_release = engine.recorder_enables_on_release();
+    window.stops_itself = engine.recorder_stops_itself();
     let recording = run.record_leaving_markers(&window, interrupts).await?;
     let command = match &launch {
         Some(l) => {
@@ -575,12 +576,15 @@ fn window_manifest<E: Engine>(
     );
     recording.stamp(&mut manifest);
     manifest.events = vec![engine.event(ready)];
-    manifest.frequency_hz = settings.frequency;
+    manifest.frequency_hz = engine.frequency(ready, settings.frequency);
     manifest.call_graph = settings.call_graph.perf_arg().into();
     manifest.notes.extend(engine.notes(ready));
     manifest.perf.record_command = record_argv.clone();
     manifest.notes.extend(runtime_warnings);
-    if let Some(go) = &target.go {
+    // An engine that reads the process's own binary names a stripped Go one from its
+    // tables; one that reads the runtime's profile never sees the binary.
+    let reads_binary = engine.reach() == Reach::Process;
+    if let Some(go) = target.go.as_ref().filter(|_| reads_binary) {
         // Said once: a stripped Go binary needs no rebuild, unlike a stripped Rust one.
         let note = crate::runtime::go_names_note(go.stripped);
         eprintln!("note: {note}");

@@ -73,7 +73,7 @@ pub(super) fn write_graphs<R>(
         ),
         Some(subtitle(
             target,
-            Sampling::Frequency(settings.frequency),
+            Sampling::Frequency(manifest.frequency_hz),
             settings.call_graph,
         )),
     );
@@ -131,8 +131,15 @@ pub(super) fn advise<E: Engine>(
 ) {
     let samples = manifest.sample_count;
     if samples < LOW_SAMPLE_WARNING {
+        // An engine sampling at a rate of its own (Go's runtime) ignores --frequency.
+        let rate_is_ours = manifest.frequency_hz == settings.frequency;
         warnings.push(format!(
-            "only {samples} samples: the target was mostly idle. Put load on it while recording, record longer, or raise --frequency."
+            "only {samples} samples: the target was mostly idle. Put load on it while recording{}",
+            if rate_is_ours {
+                ", record longer, or raise --frequency."
+            } else {
+                " or record longer."
+            }
         ));
     }
     let node_map = (target.runtime == Runtime::Node)
