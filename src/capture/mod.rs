@@ -18,7 +18,6 @@ pub mod manifest;
 pub mod markers;
 pub mod multi;
 pub mod offcpu;
-pub mod pprof;
 pub mod record_script;
 pub mod repeat;
 pub mod run;

@@ -12,6 +12,7 @@ use super::session::Recording;
 use super::{jit, locate, Located, Target};
 use crate::engines::asprof::{release, AsprofEngine, AsprofMode, AsprofSource};
 use crate::engines::perf::PerfEngine;
+use crate::engines::pprof::{PprofEngine, PprofKind};
 use crate::engines::pyspy::PySpyEngine;
 use crate::engines::{CollectJob, Collected, Engine, Reach, RecordCommand, RecordJob};
 use crate::error::{Error, Result};
@@ -238,7 +239,7 @@ async fn run_kind(
 
 /// `--engine pprof`: the Go runtime's own CPU profile from the service's endpoint.
 async fn run_go_pprof(
-    located: super::Located,
+    located: Located,
     settings: &CpuSettings,
     url: Option<&str>,
     interrupts: &mut Interrupts,
@@ -252,23 +253,14 @@ async fn run_go_pprof(
             located.runtime.name()
         )));
     }
-    let seconds = settings.duration.as_secs().max(1);
-    let outcome = super::pprof::run_pprof(
-        located,
-        crate::engines::pprof::PprofKind::Cpu { seconds },
-        url,
-        &settings.placement.profiler_image,
-        &settings.target,
-        &settings.output_dir,
-        interrupts,
-    )
-    .await?;
-    Ok(CpuOutcome {
-        manifest: outcome.manifest,
-        manifest_path: outcome.manifest_path,
-        files: outcome.files,
-        warnings: outcome.warnings,
-    })
+    let engine = PprofEngine {
+        kind: PprofKind::Cpu {
+            seconds: settings.duration.as_secs().max(1),
+        },
+        url: url.map(str::to_string),
+        container: located.container.name.clone(),
+    };
+    run_with(&engine, located, settings, interrupts).await
 }
 
 /// The capture with one engine, from finding where it may record to the manifest.

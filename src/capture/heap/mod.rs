@@ -15,6 +15,7 @@
 //! process's caught-signal mask first and never sends one that is not caught.
 
 mod dumps;
+mod go;
 mod report;
 
 use crate::docker::target::{ContainerInfo, ProcInfo};
@@ -99,7 +100,7 @@ pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> R
     let t = Instant::now();
     let located = super::locate(&settings.target, &settings.process).await?;
     if located.runtime == Runtime::Go {
-        return go_heap(located, settings, interrupts).await;
+        return go::go_heap(located, settings, interrupts).await;
     }
     let named_files = matches!(settings.source, HeapSource::Existing(Selection::Files(_)));
     let target = find_heap_target(located, settings.signal.number, !named_files).await?;
@@ -156,40 +157,6 @@ pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> R
             Err(e)
         }
     }
-}
-
-/// A Go program's heap: the runtime's own heap profile from its net/http/pprof endpoint
-/// (jemalloc's dumps do not apply: Go has its own allocator).
-async fn go_heap(
-    located: super::Located,
-    settings: &HeapSettings,
-    interrupts: &mut Interrupts,
-) -> Result<HeapOutcome> {
-    if let HeapSource::Existing(_) = settings.source {
-        return Err(Error::Usage(format!(
-            "'{}' runs a Go program, whose heap profile comes from its net/http/pprof endpoint as it is now: \
-             --latest, --all-dumps, --last and --files choose among jemalloc dumps and do not apply",
-            located.container.name
-        )));
-    }
-    let allocated = settings.measure == Measure::Allocated;
-    let outcome = super::pprof::run_pprof(
-        located,
-        crate::engines::pprof::PprofKind::Heap { allocated },
-        settings.pprof_url.as_deref(),
-        &settings.profiler_image,
-        &settings.target,
-        &settings.output_dir,
-        interrupts,
-    )
-    .await?;
-    Ok(HeapOutcome {
-        manifest: outcome.manifest,
-        manifest_path: outcome.manifest_path,
-        files: outcome.files,
-        warnings: outcome.warnings,
-        report: String::new(),
-    })
 }
 
 /// Connects, resolves the container, finds the process (no perf needed) and reads its

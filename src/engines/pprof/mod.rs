@@ -1,40 +1,49 @@
-//! Go's own profiles: a Go service's net/http/pprof endpoint, reached from inside the
-//! target's network namespace (a short-lived container from the profiler image with
-//! `network_mode: container:<target>`, so an endpoint on the target's loopback is reached
-//! and no port needs publishing), found from the process's listening sockets and a probe
-//! of `/debug/pprof/`, or named with `--pprof-url`. The profile (`profile.proto`, gzip) is
-//! kept as `<stem>.pb.gz` and folded into the store's usual `.folded`/`.svg`/manifest.
+//! Go's own profiles: a Go service's net/http/pprof endpoint, reached from beside the
+//! target on its network (`Reach::Network`: the capture places a sidecar from the profiler
+//! image with `network_mode: container:<target>`, so an endpoint on the target's loopback
+//! is reached and no port needs publishing), found from the listening sockets of the
+//! target's network and a probe of `/debug/pprof/`, or named with `--pprof-url`. The
+//! profile (`profile.proto`, gzip) is kept as `<stem>.pb.gz` and folded into the store's
+//! usual `.folded`/`.svg`/manifest.
 //!
-//! The fetching container runs curl, which the profiler image installs: the Go images
-//! devprof meets (distroless, scratch, alpine without curl) often have no HTTP client of
-//! their own, and one fetcher for every target keeps the path the same.
-
+//! The recorder is curl, which the profiler image installs: the Go images devprof meets
+//! (distroless, scratch, alpine without curl) often have no HTTP client of their own, and
+//! one fetcher for every target keeps the path the same. A CPU profile's window is the
+//! runtime's: it opens when the request arrives and the answer comes when it closes, so
+//! the recorder ends by itself and a stop signal would lose the profile.
 //!
-//! The engine fetches, decodes and writes; the capture around it (the fetcher's life, the
-//! session's start gate, Ctrl-C, the stem and the manifest's identity) is `capture`'s.
+//! Everything around the fetch (placement, the session's gate, the window, Ctrl-C, the
+//! target's watch, the stem) is the capture lifecycle's, as for every engine.
 
 mod write;
 
-pub use write::{write_capture, PprofOutcome};
+pub use write::{write_heap_capture, HEAP_EXTENSIONS};
 
 /// The most bytes a fetched profile may have (gzip-compressed, as served; Go's are a
 /// few MB): the process serving it decides its size, devprof reads no more than this.
 const MAX_FETCHED_PROFILE: u64 = 64 << 20;
 
-use crate::docker::target::ContainerInfo;
-use crate::docker::{ContainerShell, SidecarSpec};
-use crate::docker::{Docker, Shell};
+/// Where the fetch leaves the profile in the fetcher's workdir.
+const FETCHED_FILE: &str = "profile.pb.gz";
+
+/// How long the runtime may take past its window to answer.
+const ANSWER_SLACK_S: u64 = 30;
+
+/// Go's CPU sampling rate (SIGPROF every 10 ms) unless the program changed it; the
+/// profile read after the window says the rate it really used.
+const GO_DEFAULT_HZ: u32 = 100;
+
+use super::{CollectJob, Collected, Engine, Reach, RecordCommand, RecordJob, Tool};
+use crate::docker::probe::ContainerFacts;
+use crate::docker::target::ProcInfo;
+use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
 use crate::profile::folded::Folded;
 use crate::profile::pprof::{self, Profile};
 use crate::runtime::go as go_endpoint;
 use crate::runtime::GO_PPROF_FIX;
 use crate::text::first_line;
-use chrono::{DateTime, Local};
-use std::time::{Duration, Instant};
-
-/// The files a pprof capture writes next to its manifest.
-pub const PPROF_EXTENSIONS: &[&str] = &["pb.gz", "folded", "svg"];
+use std::time::Instant;
 
 /// Which profile to fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,14 +56,6 @@ pub enum PprofKind {
 }
 
 impl PprofKind {
-    /// How long the runtime samples (0 for a heap profile, a snapshot).
-    pub fn window(self) -> Duration {
-        match self {
-            PprofKind::Cpu { seconds } => Duration::from_secs(seconds),
-            PprofKind::Heap { .. } => Duration::ZERO,
-        }
-    }
-
     pub fn sample_type(self) -> &'static str {
         match self {
             PprofKind::Cpu { .. } => "samples",
@@ -64,190 +65,297 @@ impl PprofKind {
     }
 }
 
-/// The Go process a fetch is for.
-pub struct PprofTarget<'a> {
-    pub container: &'a ContainerInfo,
-    pub pid: u32,
+/// The Go runtime's own profiler, read over its net/http/pprof endpoint.
+#[derive(Debug, Clone)]
+pub struct PprofEngine {
+    pub kind: PprofKind,
+    /// The endpoint's base URL as given (`--pprof-url`); None: found.
+    pub url: Option<String>,
+    /// The target container's name, for messages (the fetcher beside it has its own).
+    pub container: String,
+}
+
+/// The endpoint found before the window, and the fetcher's curl.
+pub struct Ready {
+    pub base: String,
+    curl: String,
+    container: String,
+    pid: u32,
     /// The program's name, the root of every folded stack.
-    pub program: &'a str,
+    program: String,
+}
+
+impl Ready {
+    /// The URL of the profile this engine fetches.
+    pub fn profile_url(&self, kind: PprofKind) -> String {
+        match kind {
+            PprofKind::Cpu { seconds } => go_endpoint::cpu_url(&self.base, seconds),
+            PprofKind::Heap { .. } => go_endpoint::heap_url(&self.base),
+        }
+    }
 }
 
 /// A profile fetched, decoded and folded, not yet written.
 pub struct Fetched {
     pub url: String,
-    /// The profile as served (gzip).
-    pub bytes: Vec<u8>,
     pub profile: Profile,
     pub folded: Folded,
-    pub fetched_ms: u64,
-    /// When the request left (a CPU profile's window opens as the runtime receives it)
-    /// and when the answer was home.
-    pub requested_at: DateTime<Local>,
-    pub answered_at: DateTime<Local>,
+    /// How long bringing it home took.
+    pub download_ms: u64,
 }
 
-/// The container that reaches the target's network: started beside it, removed after.
-pub struct Fetcher {
-    docker: Docker,
-    info: ContainerInfo,
-    shell: Shell,
+impl Engine for PprofEngine {
+    type Ready = Ready;
+
+    fn name(&self) -> &'static str {
+        "pprof"
+    }
+
+    fn reach(&self) -> Reach {
+        Reach::Network
+    }
+
+    fn recorder_stops_itself(&self) -> bool {
+        true
+    }
+
+    fn recorder_ends_with_target(&self) -> bool {
+        // The connection closes with the process: curl ends.
+        true
+    }
+
+    fn frequency(&self, _ready: &Ready, _requested: u32) -> u32 {
+        GO_DEFAULT_HZ
+    }
+
+    async fn prepare<'a>(
+        &'a self,
+        shell: &'a Shell,
+        _facts: &'a ContainerFacts,
+        process: &'a ProcInfo,
+    ) -> Result<Ready> {
+        let found = shell.run(&["sh", "-c", "command -v curl"]).await?;
+        let curl = found.stdout.trim().to_string();
+        if !found.success() || curl.is_empty() {
+            return Err(Error::ToolMissing {
+                container: self.container.clone(),
+                tool: "curl (which fetches the profile inside the container's network)".into(),
+                fix: "rebuild it from dockerfiles/profiler.Dockerfile".into(),
+            });
+        }
+        let base = endpoint(shell, &self.container, process.pid, self.url.as_deref()).await?;
+        Ok(Ready {
+            base,
+            curl,
+            container: self.container.clone(),
+            pid: process.pid,
+            program: process.program().to_string(),
+        })
+    }
+
+    fn broken_stacks_advice(
+        &self,
+        _runtime: crate::runtime::Runtime,
+        _call_graph: crate::settings::CallGraph,
+    ) -> Option<(String, String)> {
+        // The Go runtime unwinds its own stacks: a short one is what ran.
+        None
+    }
+
+    fn tool(&self, ready: &Ready) -> Tool {
+        Tool {
+            path: ready.profile_url(self.kind),
+            version: "net/http/pprof".into(),
+        }
+    }
+
+    fn event(&self, _ready: &Ready) -> String {
+        match self.kind {
+            // Go samples CPU time with SIGPROF timers; `samples` counts them.
+            PprofKind::Cpu { .. } => "cpu (Go runtime)".to_string(),
+            kind @ PprofKind::Heap { .. } => kind.sample_type().to_string(),
+        }
+    }
+
+    fn notes(&self, _ready: &Ready) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn record_command(&self, ready: &Ready, job: &RecordJob) -> RecordCommand {
+        let limit = match self.kind {
+            PprofKind::Cpu { seconds } => seconds + ANSWER_SLACK_S,
+            PprofKind::Heap { .. } => 60,
+        };
+        let argv = [
+            ready.curl.as_str(),
+            "-sS",
+            "--fail",
+            "--max-time",
+            &limit.to_string(),
+            "-o",
+            &format!("{}/{FETCHED_FILE}", job.workdir),
+            &ready.profile_url(self.kind),
+        ]
+        .map(str::to_string)
+        .to_vec();
+        RecordCommand { argv, user: None }
+    }
+
+    async fn collect<'a>(&'a self, ready: &'a Ready, job: &'a CollectJob<'a>) -> Result<Collected> {
+        {
+            let fetched = self.fetched(ready, job).await?;
+            let url = &fetched.url;
+            Ok(Collected {
+                reported_samples: Some(fetched.folded.total()),
+                folded: fetched.folded,
+                raw_files: vec!["pb.gz"],
+                timings_ms: vec![("download", fetched.download_ms)],
+                notes: vec![format!(
+                    "profile from {url} ({} Hz, Go's SIGPROF sampling); the original is kept as {}",
+                    hz(&fetched.profile).unwrap_or(GO_DEFAULT_HZ),
+                    job.stem.file_name("pb.gz")
+                )],
+                ..Collected::default()
+            })
+        }
+    }
 }
 
-impl Fetcher {
-    /// Starts the fetcher beside `container`; it removes itself after `lifetime` if
-    /// devprof cannot.
-    pub async fn start(
-        docker: &Docker,
-        container: &ContainerInfo,
-        image: &str,
-        lifetime: Duration,
-    ) -> Result<Fetcher> {
-        let docker = docker.clone();
-        if !docker.has_image(image).await {
+impl PprofEngine {
+    /// After the window: the profile the recorder fetched, kept as `<stem>.pb.gz` as
+    /// served, decoded and its chosen value folded.
+    pub async fn fetched(&self, ready: &Ready, job: &CollectJob<'_>) -> Result<Fetched> {
+        let url = ready.profile_url(self.kind);
+        if !job.recorded.success() {
             return Err(Error::PerfFailed {
-                container: container.name.clone(),
-                step: "pprof fetch".into(),
-                detail: format!(
-                    "the profiler image {image}, whose curl fetches the profile inside the container's network, is missing; \
-                     build it from dockerfiles/profiler.Dockerfile (scripts/testbed-up.sh does) or name another with --profiler-image"
-                ),
+                container: ready.container.clone(),
+                step: format!("pprof fetch of {url}"),
+                detail: first_line(&job.recorded.stderr).to_string(),
             });
         }
-        let spec = SidecarSpec {
-            image: image.to_string(),
-            target_id: container.id.clone(),
-            // Reading the target's /proc/<pid>/net and speaking HTTP need no privileges.
-            cap_add: Vec::new(),
-            security_opt: Vec::new(),
-            privileged: false,
-            binds: Vec::new(),
-            lifetime,
-            share_network: true,
-        };
-        let info = docker.start_sidecar(&spec).await?;
-        let shell = docker.shell(&info);
-        let fetcher = Fetcher {
-            docker,
-            info,
-            shell,
-        };
-        let has_curl = fetcher
+        let started = Instant::now();
+        let path = format!("{}/{FETCHED_FILE}", job.workdir);
+        let (bytes, out) = job
             .shell
-            .run(&["sh", "-c", "command -v curl"])
-            .await
-            .is_ok_and(|o| o.success());
-        if !has_curl {
-            fetcher.remove().await;
-            return Err(Error::PerfFailed {
-                container: container.name.clone(),
-                step: "pprof fetch".into(),
-                detail: format!(
-                    "the profiler image {image} has no curl, which fetches the profile inside the container's network; build it from dockerfiles/profiler.Dockerfile (which installs curl) or name another with --profiler-image"
-                ),
-            });
-        }
-        Ok(fetcher)
-    }
-
-    pub async fn remove(&self) {
-        self.docker.remove_container(&self.info.id).await;
-    }
-
-    /// HTTP status of `url` (0 when nothing answers).
-    async fn status(&self, url: &str) -> u16 {
-        self.shell
-            .run(&[
-                "curl",
-                "-s",
-                "-o",
-                "/dev/null",
-                "--max-time",
-                "3",
-                "-w",
-                "%{http_code}",
-                url,
-            ])
-            .await
-            .ok()
-            .and_then(|o| o.stdout.trim().parse().ok())
-            .unwrap_or(0)
-    }
-
-    /// The endpoint's base URL: the one given, else the first listening socket of the
-    /// process that serves `/debug/pprof/`.
-    pub async fn endpoint(&self, target: &PprofTarget<'_>, given: Option<&str>) -> Result<String> {
-        let missing = |detail: String| Error::PprofMissing {
-            container: target.container.name.clone(),
-            pid: target.pid,
-            detail,
-            fix: GO_PPROF_FIX.to_string(),
-        };
-        if let Some(base) = given {
-            let status = self.status(&go_endpoint::index_url(base)).await;
-            return match status {
-                200 => Ok(base.to_string()),
-                0 => Err(missing(format!("nothing answers at {base} (--pprof-url)"))),
-                code => Err(missing(format!(
-                    "{} answers HTTP {code}, not net/http/pprof's index (--pprof-url)",
-                    go_endpoint::index_url(base)
-                ))),
-            };
-        }
-        let pid = target.pid;
-        let out = self
-            .shell
-            .run(&[
-                "sh",
-                "-c",
-                &format!("cat /proc/{pid}/net/tcp /proc/{pid}/net/tcp6 2>/dev/null"),
-            ])
-            .await?;
-        let candidates = go_endpoint::candidates(&go_endpoint::listeners(&out.stdout));
-        let mut tried = Vec::new();
-        for base in &candidates {
-            let status = self.status(&go_endpoint::index_url(base)).await;
-            if status == 200 {
-                return Ok(base.clone());
-            }
-            tried.push(format!("{base} ({})", describe_status(status)));
-        }
-        Err(missing(if tried.is_empty() {
-            "the process listens on no TCP port".to_string()
-        } else {
-            format!(
-                "no listening port serves /debug/pprof/ (tried {})",
-                tried.join(", ")
-            )
-        }))
-    }
-
-    /// The profile's bytes, as served.
-    async fn fetch(&self, url: &str, timeout: Duration) -> Result<Vec<u8>> {
-        let argv: Vec<String> = vec![
-            "curl".into(),
-            "-sS".into(),
-            "--fail".into(),
-            "--max-time".into(),
-            timeout.as_secs().max(1).to_string(),
-            "-o".into(),
-            "-".into(),
-            url.into(),
-        ];
-        let (bytes, out) = self
-            .shell
-            .stream_to(&argv, None, |reader| {
+            .stream_to(&["cat".to_string(), path], None, |reader| {
                 read_at_most(reader, MAX_FETCHED_PROFILE)
             })
             .await?;
+        let download_ms = started.elapsed().as_millis() as u64;
+        let invalid = |detail: String| Error::PprofInvalid {
+            container: ready.container.clone(),
+            url: url.clone(),
+            detail,
+        };
         if !out.success() || bytes.is_empty() {
-            return Err(Error::PerfFailed {
-                container: self.shell.container().to_string(),
-                step: format!("pprof fetch of {url}"),
-                detail: first_line(&out.stderr).to_string(),
+            return Err(invalid(format!(
+                "the fetch left no profile ({})",
+                first_line(&out.stderr)
+            )));
+        }
+        let kept = job.stem.path("pb.gz");
+        std::fs::write(&kept, &bytes)
+            .map_err(|e| Error::io(format!("write {}", kept.display()), e))?;
+        let profile = pprof::decode(&bytes).map_err(|e| invalid(e.to_string()))?;
+        let sample_type = self.kind.sample_type();
+        let index = profile.value_index(sample_type).ok_or_else(|| {
+            invalid(format!(
+                "it has no {sample_type} values (it has {})",
+                profile
+                    .sample_types
+                    .iter()
+                    .map(|(t, _)| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let folded = profile
+            .fold(index, &ready.program)
+            .map_err(|e| invalid(e.to_string()))?;
+        if folded.total() == 0 {
+            return Err(Error::NoSamples {
+                container: ready.container.clone(),
+                reason: Some(format!("the Go runtime's profile from {url} holds no {sample_type}")),
+                hint: match self.kind {
+                    PprofKind::Cpu { .. } => format!(
+                        "pid {} may be idle over the window; record longer or put load on it",
+                        ready.pid
+                    ),
+                    PprofKind::Heap { .. } => "the heap profile fills after the first garbage collection; try again in a moment".to_string(),
+                },
             });
         }
-        Ok(bytes)
+        Ok(Fetched {
+            url,
+            profile,
+            folded,
+            download_ms,
+        })
     }
+}
+
+/// HTTP status of `url` from the fetcher (0 when nothing answers).
+async fn status(shell: &Shell, url: &str) -> u16 {
+    shell
+        .run(&[
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "--max-time",
+            "3",
+            "-w",
+            "%{http_code}",
+            url,
+        ])
+        .await
+        .ok()
+        .and_then(|o| o.stdout.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The endpoint's base URL: the one given, else the first listening socket of the
+/// target's network that serves `/debug/pprof/`.
+async fn endpoint(shell: &Shell, container: &str, pid: u32, given: Option<&str>) -> Result<String> {
+    let missing = |detail: String| Error::PprofMissing {
+        container: container.to_string(),
+        pid,
+        detail,
+        fix: GO_PPROF_FIX.to_string(),
+    };
+    if let Some(base) = given {
+        let status = status(shell, &go_endpoint::index_url(base)).await;
+        return match status {
+            200 => Ok(base.to_string()),
+            0 => Err(missing(format!("nothing answers at {base} (--pprof-url)"))),
+            code => Err(missing(format!(
+                "{} answers HTTP {code}, not net/http/pprof's index (--pprof-url)",
+                go_endpoint::index_url(base)
+            ))),
+        };
+    }
+    // The fetcher is in the target's network namespace: its own /proc/net lists the
+    // sockets /proc/<pid>/net would.
+    let out = shell
+        .run(&["sh", "-c", "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null"])
+        .await?;
+    let candidates = go_endpoint::candidates(&go_endpoint::listeners(&out.stdout));
+    let mut tried = Vec::new();
+    for base in &candidates {
+        let status = status(shell, &go_endpoint::index_url(base)).await;
+        if status == 200 {
+            return Ok(base.clone());
+        }
+        tried.push(format!("{base} ({})", describe_status(status)));
+    }
+    Err(missing(if tried.is_empty() {
+        "the process listens on no TCP port".to_string()
+    } else {
+        format!(
+            "no listening port serves /debug/pprof/ (tried {})",
+            tried.join(", ")
+        )
+    }))
 }
 
 fn describe_status(status: u16) -> String {
@@ -257,87 +365,14 @@ fn describe_status(status: u16) -> String {
     }
 }
 
-/// The profile's URL for `kind` at the endpoint `base`.
-pub fn profile_url(base: &str, kind: PprofKind) -> String {
-    match kind {
-        PprofKind::Cpu { seconds } => go_endpoint::cpu_url(base, seconds),
-        PprofKind::Heap { .. } => go_endpoint::heap_url(base),
-    }
-}
-
-/// Fetches the profile of `kind` from `url` under a progress bar, decodes it and folds its
-/// chosen value. Nothing is written.
-pub async fn fetch_profile(
-    fetcher: &Fetcher,
-    target: &PprofTarget<'_>,
-    kind: PprofKind,
-    url: String,
-) -> Result<Fetched> {
-    let container = &target.container.name;
-    let requested_at = Local::now();
-    let started = Instant::now();
-    let bytes = match kind {
-        PprofKind::Cpu { seconds } => {
-            let bar = crate::ui::progress::capture_bar(
-                Duration::from_secs(seconds),
-                &format!("recording {container} (Go runtime, net/http/pprof)"),
-            );
-            let fetched = fetcher.fetch(&url, Duration::from_secs(seconds + 30)).await;
-            bar.finish_and_clear();
-            fetched?
+/// Go's CPU sampling rate from the profile's period (10 ms: 100 Hz).
+pub fn hz(profile: &Profile) -> Option<u32> {
+    match profile.period_type.as_ref() {
+        Some((kind, unit)) if kind == "cpu" && unit == "nanoseconds" && profile.period > 0 => {
+            Some((1_000_000_000 / profile.period) as u32)
         }
-        PprofKind::Heap { .. } => {
-            let spinner = crate::ui::progress::spinner("fetching the heap profile");
-            let fetched = fetcher.fetch(&url, Duration::from_secs(60)).await;
-            spinner.finish_and_clear();
-            fetched?
-        }
-    };
-    let answered_at = Local::now();
-    let fetched_ms = started.elapsed().as_millis() as u64;
-    let invalid = |detail: String| Error::PprofInvalid {
-        container: container.clone(),
-        url: url.clone(),
-        detail,
-    };
-    let profile = pprof::decode(&bytes).map_err(|e| invalid(e.to_string()))?;
-    let sample_type = kind.sample_type();
-    let index = profile.value_index(sample_type).ok_or_else(|| {
-        invalid(format!(
-            "it has no {sample_type} values (it has {})",
-            profile
-                .sample_types
-                .iter()
-                .map(|(t, _)| t.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-    })?;
-    let folded = profile
-        .fold(index, target.program)
-        .map_err(|e| invalid(e.to_string()))?;
-    if folded.total() == 0 {
-        return Err(Error::NoSamples {
-            container: container.clone(),
-            reason: Some(format!("the Go runtime's profile from {url} holds no {sample_type}")),
-            hint: match kind {
-                PprofKind::Cpu { .. } => format!(
-                    "pid {} may be idle over the window; record longer or put load on it",
-                    target.pid
-                ),
-                PprofKind::Heap { .. } => "the heap profile fills after the first garbage collection; try again in a moment".to_string(),
-            },
-        });
+        _ => None,
     }
-    Ok(Fetched {
-        url,
-        bytes,
-        profile,
-        folded,
-        fetched_ms,
-        requested_at,
-        answered_at,
-    })
 }
 
 /// Reads `reader` to its end, an error (not the whole of it) past `limit` bytes.
@@ -357,6 +392,62 @@ fn read_at_most<R: std::io::Read + ?Sized>(reader: &mut R, limit: u64) -> std::i
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ready() -> Ready {
+        Ready {
+            base: "http://127.0.0.1:6060".into(),
+            curl: "/usr/bin/curl".into(),
+            container: "demo-go".into(),
+            pid: 7,
+            program: "demo-go".into(),
+        }
+    }
+
+    fn job(workdir: &str) -> RecordJob {
+        RecordJob {
+            pid: 7,
+            workdir: workdir.into(),
+            duration: std::time::Duration::from_secs(10),
+            frequency: 999,
+            call_graph: crate::settings::CallGraph::FramePointer,
+            process: crate::runtime::ProcessFacts::default(),
+        }
+    }
+
+    #[test]
+    fn the_runtimes_window_is_fetched_into_the_workdir_by_a_recorder_that_ends_by_itself() {
+        let engine = PprofEngine {
+            kind: PprofKind::Cpu { seconds: 10 },
+            url: None,
+            container: "demo-go".into(),
+        };
+        assert_eq!(engine.reach(), Reach::Network);
+        assert!(engine.recorder_stops_itself());
+        // Go samples at its own rate, whatever was asked.
+        assert_eq!(engine.frequency(&ready(), 999), GO_DEFAULT_HZ);
+        let RecordCommand { argv, user } = engine.record_command(&ready(), &job("/tmp/w"));
+        assert_eq!(user, None);
+        assert_eq!(argv[0], "/usr/bin/curl");
+        let after = |flag: &str| argv[argv.iter().position(|a| a == flag).unwrap() + 1].clone();
+        assert_eq!(after("-o"), "/tmp/w/profile.pb.gz");
+        // The runtime answers when its 10 s are over: the limit leaves it room.
+        assert_eq!(after("--max-time"), "40");
+        assert_eq!(
+            argv.last().unwrap(),
+            "http://127.0.0.1:6060/debug/pprof/profile?seconds=10"
+        );
+        assert!(argv.contains(&"--fail".to_string()));
+        let heap = PprofEngine {
+            kind: PprofKind::Heap { allocated: true },
+            ..engine
+        };
+        let RecordCommand { argv, .. } = heap.record_command(&ready(), &job("/tmp/w"));
+        assert_eq!(
+            argv.last().unwrap(),
+            "http://127.0.0.1:6060/debug/pprof/heap"
+        );
+        assert_eq!(heap.event(&ready()), "alloc_space");
+    }
 
     #[test]
     fn a_fetched_profile_past_its_budget_is_refused_not_read_whole() {
