@@ -475,6 +475,8 @@ fn a_sessions_perf_recorders_stop_within_250_ms_by_their_last_samples() {
     let mut firsts = Vec::new();
     let mut lasts = Vec::new();
     let mut dense_lasts = Vec::new();
+    let mut sparsest_dense = f64::INFINITY;
+    let mut rates = Vec::new();
     for span in spans {
         let first = instant(&span["first_at"]);
         let last = instant(&span["last_at"]);
@@ -489,8 +491,11 @@ fn a_sessions_perf_recorders_stop_within_250_ms_by_their_last_samples() {
             // when it stopped: a process busy a few ms per 100 ms (demo-rpc, demo-js) may
             // take its last sample up to ~90 ms before the end, and that is its workload,
             // not the recorder.
-            if rate(span["container"].as_str().unwrap()) >= DENSE_SAMPLES_PER_S {
+            let rate = rate(span["container"].as_str().unwrap());
+            rates.push(format!("{}: {rate:.0}/s", span["container"]));
+            if rate >= DENSE_SAMPLES_PER_S {
                 dense_lasts.push(last);
+                sparsest_dense = sparsest_dense.min(rate);
             }
         } else {
             assert_eq!(span["source"], "stated window", "{span}");
@@ -498,7 +503,10 @@ fn a_sessions_perf_recorders_stop_within_250_ms_by_their_last_samples() {
     }
     // demo-seq, demo-rpc, demo-blocks and demo-go record with perf; demo-seq and
     // demo-blocks are busy (~400 samples/s at 999 Hz).
-    assert!(dense_lasts.len() >= 2, "dense perf captures: {alignment}");
+    assert!(
+        dense_lasts.len() >= 2,
+        "dense perf captures (samples per second: {rates:?}): {alignment}"
+    );
     let spread = |v: &[DateTime<chrono::FixedOffset>]| {
         (*v.iter().max().unwrap() - *v.iter().min().unwrap()).num_milliseconds()
     };
@@ -518,14 +526,19 @@ fn a_sessions_perf_recorders_stop_within_250_ms_by_their_last_samples() {
         "{alignment}"
     );
     let dense_spread = spread(&dense_lasts);
+    // A process sampled R times a second takes its last sample on average 1/R s before
+    // its recorder stops: two such gaps are its workload's share of the spread.
+    let workload_ms = (2000.0 / sparsest_dense).round() as i64;
     assert!(
-        dense_spread <= 250,
-        "the dense perf recorders' last samples are {dense_spread} ms apart: {alignment}"
+        dense_spread <= 250 + workload_ms,
+        "the dense perf recorders' last samples are {dense_spread} ms apart (allowed 250 + {workload_ms} ms at {sparsest_dense:.0} samples/s): {alignment}"
     );
 }
 
-/// Samples per second above which a capture's last sample marks its recorder's stop.
-const DENSE_SAMPLES_PER_S: f64 = 200.0;
+/// Samples per second above which a capture's last sample marks its recorder's stop
+/// (within its workload's gap, allowed for). demo-seq and demo-blocks sample ~400 times a
+/// second on a quiet host and fell under 200 when the whole suite ran beside them.
+const DENSE_SAMPLES_PER_S: f64 = 50.0;
 
 /// The span's source for a capture whose recorder took samples outside the session's
 /// window, judged by its copy cut to that window.
