@@ -157,3 +157,61 @@ fn node_without_the_perf_map_flag_is_captured_and_told_how() {
         "{manifest}"
     );
 }
+
+/// Regression: node run with V8's --perf-prof writes a jitdump and no perf map; perf script
+/// cannot read a jitdump (it needs `perf inject --jit`), so JavaScript showed as
+/// [perf-1.map] on 94% of samples. The native fold reads the jitdump the recording saw
+/// mapped and names it.
+#[test]
+#[ignore = "needs the demo devnet"]
+fn node_writing_a_jitdump_is_named_by_the_native_fold() {
+    let test = "node_writing_a_jitdump_is_named_by_the_native_fold";
+    if !demo_container_ready(test, DEMO_JS) {
+        return;
+    }
+    let name = unique("devprof-test-node-jitdump");
+    let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
+    // V8 writes jit-<pid>.dump into its working directory, which must be writable.
+    args.extend(["-e", "NODE_OPTIONS=--perf-prof", "-w", "/tmp"]);
+    let _guard = run_container(&name, &args, &js_image(), &[]);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", &name, "5"])
+        .assert()
+        .success();
+    let stem = only_capture(cwd.path(), &name, "perf-");
+    let manifest = read_manifest(&stem);
+    assert_eq!(manifest["fold_path"], "native", "{manifest}");
+    assert!(
+        manifest["perf_map"]
+            .as_str()
+            .unwrap()
+            .starts_with("a jitdump"),
+        "{manifest}"
+    );
+    let notes = manifest["notes"].to_string();
+    assert!(
+        notes.contains("named from its jitdump /tmp/jit-"),
+        "{notes}"
+    );
+    let folded = read_folded(&with_ext(&stem, "folded"));
+    let in_js: u64 = folded
+        .stacks
+        .iter()
+        .filter(|(stack, _)| stack.contains("/app/busy.js:"))
+        .map(|(_, n)| *n)
+        .sum();
+    assert!(
+        in_js * 2 >= folded.total(),
+        "{in_js} of {} samples in busy.js",
+        folded.total()
+    );
+    // The names are kept beside the capture, as a perf map's text.
+    let kept = std::fs::read_to_string(with_ext(&stem, "perf-map")).unwrap();
+    assert!(
+        kept.contains("/app/busy.js:"),
+        "{}",
+        &kept[..kept.len().min(500)]
+    );
+}

@@ -91,6 +91,8 @@ pub fn detect(program: &str, exe: &str, libraries: &[String]) -> Runtime {
 
 /// Node's options that make V8 write /tmp/perf-<pid>.map (underscores are accepted too).
 pub const NODE_PERF_MAP_FLAGS: &[&str] = &["--perf-basic-prof", "--perf-basic-prof-only-functions"];
+/// The V8 flag that writes a jitdump (`jit-<pid>.dump` in the working directory).
+pub const NODE_JITDUMP_FLAG: &str = "--perf-prof";
 
 /// What to add so that Node writes a perf map, for summaries and doctor.
 pub const NODE_PERF_MAP_FIX: &str = "add `NODE_OPTIONS: \"--perf-basic-prof-only-functions\"` to the service's \
@@ -106,6 +108,9 @@ pub enum PerfMap {
     /// The flag is set but no map is there (yet): the process may have started before it,
     /// or writes its map elsewhere.
     Flagged,
+    /// No map, but V8 writes a jitdump (`--perf-prof`), which devprof's native fold reads
+    /// (perf script would need `perf inject --jit`).
+    Jitdump,
     /// Neither: JIT frames will be unnamed.
     Missing,
 }
@@ -115,6 +120,7 @@ impl PerfMap {
         match self {
             PerfMap::Written => "written (/tmp/perf-<pid>.map)",
             PerfMap::Flagged => "flag set, but no /tmp/perf-<pid>.map found",
+            PerfMap::Jitdump => "a jitdump instead (--perf-prof), read by the native fold",
             PerfMap::Missing => "missing (no --perf-basic-prof flag)",
         }
     }
@@ -127,13 +133,18 @@ pub fn node_perf_map(cmdline: &str, facts: &ProcessFacts) -> PerfMap {
         return PerfMap::Written;
     }
     let options = facts.env("NODE_OPTIONS").unwrap_or("");
-    let flagged = cmdline
+    let flags: Vec<String> = cmdline
         .split_whitespace()
         .chain(options.split_whitespace())
         .map(|arg| arg.split('=').next().unwrap_or(arg).replace('_', "-"))
-        .any(|arg| NODE_PERF_MAP_FLAGS.contains(&arg.as_str()));
-    if flagged {
+        .collect();
+    if flags
+        .iter()
+        .any(|f| NODE_PERF_MAP_FLAGS.contains(&f.as_str()))
+    {
         PerfMap::Flagged
+    } else if flags.iter().any(|f| f == NODE_JITDUMP_FLAG) {
+        PerfMap::Jitdump
     } else {
         PerfMap::Missing
     }
@@ -184,6 +195,14 @@ mod tests {
                 )
             ),
             PerfMap::Flagged
+        );
+        assert_eq!(
+            node_perf_map("node --perf-prof /app/a.js", &facts(false, None)),
+            PerfMap::Jitdump
+        );
+        assert_eq!(
+            node_perf_map("node /app/a.js", &facts(false, Some("--perf_prof"))),
+            PerfMap::Jitdump
         );
         assert_eq!(
             node_perf_map("node --perf_basic_prof /app/a.js", &facts(false, None)),

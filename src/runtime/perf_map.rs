@@ -129,6 +129,46 @@ pub async fn read_perf_map<S: ContainerShell>(
     }
 }
 
+/// Reads a JIT runtime's file named by the recording (its jitdump, `path` as the process
+/// sees it; `root` as in `read_perf_map`), bytes as they are: judged by type and size
+/// first like a perf map, at most `PERF_MAP_LIMIT` read. Err says why not.
+pub async fn read_jit_file(
+    shell: &crate::docker::Shell,
+    path: &str,
+    root: Option<&str>,
+) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let file = format!("{}{path}", root.unwrap_or(""));
+    let script = format!("{MAP_CHECK_FN}{READ_BODY}");
+    let argv: Vec<String> = [
+        "sh",
+        "-c",
+        &script,
+        "sh",
+        &file,
+        &PERF_MAP_LIMIT.to_string(),
+    ]
+    .map(str::to_string)
+    .to_vec();
+    let read = shell.stream_to(&argv, None, |reader| {
+        let mut bytes = Vec::new();
+        reader.take(PERF_MAP_LIMIT + 1).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    });
+    match tokio::time::timeout(COPY_LIMIT, read).await {
+        Ok(Ok((bytes, out))) if out.success() && bytes.len() as u64 <= PERF_MAP_LIMIT => Ok(bytes),
+        Ok(Ok((_, out))) if out.success() => Err(format!(
+            "it grew over the limit of {PERF_MAP_LIMIT} bytes while read"
+        )),
+        Ok(Ok((_, out))) => Err(format!("it {}", crate::text::printable(out.stderr.trim()))),
+        Ok(Err(e)) => Err(format!("it could not be read: {e}")),
+        Err(_) => Err(format!(
+            "reading it took over {} s; gave up",
+            COPY_LIMIT.as_secs()
+        )),
+    }
+}
+
 /// The read behind `read_perf_map`: `$1` the map, `$2` the limit; the map on stdout, at
 /// most the limit and one byte more, or why not on stderr. A map that grew past the limit
 /// while read fails after it (the exec's own cap would cut it silently at the limit).

@@ -10,6 +10,7 @@ pub mod gomoduledata;
 pub mod gopclntab;
 mod goread;
 pub mod gosource;
+pub mod jitdump;
 pub mod kallsyms;
 pub mod kernel_cache;
 pub mod malloc_conf;

@@ -25,7 +25,7 @@ fn hex(field: &str) -> Option<u64> {
 
 impl PerfMap {
     pub fn parse(text: &str) -> Self {
-        let mut entries: Vec<(u64, u64, String)> = text
+        let entries: Vec<(u64, u64, String)> = text
             .lines()
             .filter_map(|line| {
                 let mut fields = line.splitn(3, ' ');
@@ -36,6 +36,12 @@ impl PerfMap {
                 (!name.is_empty()).then(|| (start, end, name.to_string()))
             })
             .collect();
+        Self::from_entries(entries)
+    }
+
+    /// A map of `(start, end, name)` entries in the order the runtime wrote them (a
+    /// jitdump's code loads, or a perf map's lines followed by a jitdump's).
+    pub fn from_entries(mut entries: Vec<(u64, u64, String)>) -> Self {
         // Stable: of the lines with one start, the last stays last and is kept.
         entries.sort_by_key(|e| e.0);
         let mut kept: Vec<(u64, u64, String)> = Vec::with_capacity(entries.len());
@@ -81,6 +87,23 @@ impl PerfMap {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// The map as a perf map's text (`START SIZE NAME`, hexadecimal), which `parse` reads
+    /// back: kept beside a capture, it names the JIT code again.
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        for (start, end, name) in &self.entries {
+            text.push_str(&format!("{start:x} {:x} {name}\n", end - start));
+        }
+        text
+    }
+
+    /// This map's entries followed by `later`'s, which win where both name one start.
+    pub fn then(self, later: PerfMap) -> PerfMap {
+        let mut entries = self.entries;
+        entries.extend(later.entries);
+        Self::from_entries(entries)
     }
 }
 

@@ -145,7 +145,10 @@ pub(super) fn advise<E: Engine>(
     let node_map = (target.runtime == Runtime::Node)
         .then(|| node_perf_map(&target.process.cmdline, &target.process_facts));
     // Without its perf map a Node profile is unnamed for that reason, said below.
-    if unsymbolized > UNSYMBOLIZED_WARNING && node_map.is_none_or(|m| m == PerfMap::Written) {
+    // A jitdump names JavaScript only through the native fold (perf script cannot read it).
+    let native = manifest.fold_path.as_deref() == Some(crate::engines::perf::NATIVE_FOLD);
+    let names_js = |m: PerfMap| m == PerfMap::Written || (m == PerfMap::Jitdump && native);
+    if unsymbolized > UNSYMBOLIZED_WARNING && node_map.is_none_or(names_js) {
         let fix = match target.runtime {
             Runtime::Jvm => "JIT-compiled Java code is named only through the JVM's perf map or async-profiler: \
                  record with --engine asprof (async-profiler in the container, or --asprof DIR), or let the JVM \
@@ -175,7 +178,7 @@ pub(super) fn advise<E: Engine>(
     manifest.stacks = Some(health);
     if let Some(map) = node_map {
         manifest.perf_map = Some(map.describe().to_string());
-        if map != PerfMap::Written {
+        if !names_js(map) {
             warnings.push(format!(
                 "V8 perf map {}: JavaScript functions show as [unknown] or as addresses. To get their names, {NODE_PERF_MAP_FIX}.",
                 map.describe()

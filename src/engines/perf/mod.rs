@@ -14,6 +14,7 @@ pub use access::{
     check_access, diagnose_denial, failure, is_mlock_error, is_permission_error, parse_stat_csv,
     Access, Denial, EventStatus,
 };
+pub use native::NATIVE as NATIVE_FOLD;
 pub use report::{parse_record_report, RecordReport};
 pub use tool::{build_option_on, find_perf, major_minor, order_perf_candidates, PerfTool};
 
@@ -140,8 +141,9 @@ impl Engine for PerfEngine {
         if native::wanted(job) {
             let started = Instant::now();
             match native::fold(job).await {
-                Ok(fold) if job.fold == FoldPath::Native || native::trusted(&fold) => {
+                Ok((fold, jit_notes)) if job.fold == FoldPath::Native || native::trusted(&fold) => {
                     timings_ms.push(("fold", started.elapsed().as_millis() as u64));
+                    notes.extend(jit_notes);
                     notes.extend(native::notes(&fold));
                     return Ok(Collected {
                         folded: fold.folded,
@@ -154,7 +156,7 @@ impl Engine for PerfEngine {
                         notes,
                     });
                 }
-                Ok(fold) => notes.push(format!(
+                Ok((fold, _)) => notes.push(format!(
                     "the native fold could not name {:.1}% of the samples as perf would (JIT code or files it could not fetch: {}); folded with perf script instead",
                     fold.doubtful_share() * 100.0,
                     fold.missing_modules.join(", ")

@@ -15,6 +15,7 @@ use crate::profile::timeline::TimelineWriter;
 use crate::runtime::perf_map;
 use crate::settings::{CallGraph, FoldPath};
 use crate::symbols::binary::SYMBOL_CACHE;
+use crate::symbols::jitdump;
 use crate::symbols::kallsyms::Kallsyms;
 use crate::symbols::kernel_cache::{self, KernelIdentity, Source};
 use crate::symbols::module::load_all;
@@ -185,34 +186,88 @@ async fn fetch_local(job: &CollectJob<'_>, paths: Vec<String>) -> Vec<(String, P
 /// fold names its JIT code as this one did.
 pub const PERF_MAP: &str = "perf-map";
 
-/// The perf maps of the processes with JIT frames, read out of the container after the
-/// window (a runtime appends to its map as it compiles, so it names everything sampled).
-/// The recorded process's map is kept as `<stem>.perf-map`; a map that cannot be read
-/// leaves its frames unnamed, counted, and auto mode then asks perf script.
-async fn perf_maps(job: &CollectJob<'_>, pids: Vec<u32>) -> HashMap<u32, PerfMap> {
+/// The names of the JIT code of the processes with JIT frames, read out of the container
+/// after the window (a runtime appends as it compiles, so they name everything sampled):
+/// each one's perf map (`/tmp/perf-<pid>.map`) and its jitdump (`jit-<pid>.dump`, found
+/// where the recording saw the runtime map it), the jitdump's entries after the map's. The
+/// recorded process's names are kept as `<stem>.perf-map`, in a perf map's text; names that
+/// cannot be read leave their frames unnamed, counted, and auto mode then asks perf script.
+/// Also returns notes for the manifest (a jitdump read, or why not).
+async fn jit_names(job: &CollectJob<'_>, raw: &RawProfile) -> (HashMap<u32, PerfMap>, Vec<String>) {
     let mut maps = HashMap::new();
-    for pid in pids {
-        let Ok(text) = perf_map::read_perf_map(job.shell, pid, job.symfs.as_deref()).await else {
-            continue;
+    let mut notes = Vec::new();
+    for pid in raw.jit_pids() {
+        let map = perf_map::read_perf_map(job.shell, pid, job.symfs.as_deref())
+            .await
+            .ok()
+            .map(|text| PerfMap::parse(&text));
+        let dumped = match raw.modules.iter().find(|m| jitdump::is_jitdump_of(m, pid)) {
+            Some(path) => read_jitdump(job, pid, path, &mut notes).await,
+            None => None,
+        };
+        let names = match (map, dumped) {
+            (Some(map), Some(dumped)) => map.then(dumped),
+            (map, dumped) => match map.or(dumped) {
+                Some(names) => names,
+                None => continue,
+            },
         };
         if pid == job.pid {
             // Re-analysis loses only JIT names if this copy cannot be written.
-            let _ = std::fs::write(job.stem.path(PERF_MAP), &text);
+            let _ = std::fs::write(job.stem.path(PERF_MAP), names.to_text());
         }
-        maps.insert(pid, PerfMap::parse(&text));
+        maps.insert(pid, names);
     }
-    maps
+    (maps, notes)
 }
 
-/// Folds the downloaded `<stem>.data` natively and writes its timeline.
-pub async fn fold(job: &CollectJob<'_>) -> Result<NativeFold> {
+/// The code names in the jitdump at `path` (as the recording names it), with a note.
+async fn read_jitdump(
+    job: &CollectJob<'_>,
+    pid: u32,
+    path: &str,
+    notes: &mut Vec<String>,
+) -> Option<PerfMap> {
+    let shown = crate::text::printable(path);
+    let bytes = match perf_map::read_jit_file(job.shell, path, job.symfs.as_deref()).await {
+        Ok(bytes) => bytes,
+        Err(why) => {
+            notes.push(format!("the jitdump of pid {pid} was not read: {why}"));
+            return None;
+        }
+    };
+    match jitdump::parse(&bytes) {
+        Ok(dump) => {
+            notes.push(format!(
+                "JIT code of pid {pid} named from its jitdump {shown} ({} code loads{})",
+                dump.loads,
+                if dump.truncated {
+                    ", the last record still being written"
+                } else {
+                    ""
+                }
+            ));
+            Some(dump.map)
+        }
+        Err(e) => {
+            notes.push(format!(
+                "{shown} of pid {pid} is no jitdump ({e}); not used"
+            ));
+            None
+        }
+    }
+}
+
+/// Folds the downloaded `<stem>.data` natively and writes its timeline; with notes on
+/// how its JIT code was named.
+pub async fn fold(job: &CollectJob<'_>) -> Result<(NativeFold, Vec<String>)> {
     let spinner = progress::spinner("symbolizing and folding stacks (native)");
     let result = fold_inner(job).await;
     spinner.finish_and_clear();
     result
 }
 
-async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
+async fn fold_inner(job: &CollectJob<'_>) -> Result<(NativeFold, Vec<String>)> {
     let data = job.stem.path("data");
     let read_path = data.clone();
     let dwarf = job.call_graph == CallGraph::Dwarf;
@@ -246,7 +301,7 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
 
     let paths = raw.files_used();
     let kernel = raw.has_kernel_frames();
-    let perf_maps = perf_maps(job, raw.jit_pids()).await;
+    let (perf_maps, jit_notes) = jit_names(job, &raw).await;
     // The binaries and the kernel's symbols come out of the container at the same time.
     let cache = job.stem.dir().join(SYMBOL_CACHE);
     let kallsyms = async {
@@ -283,4 +338,5 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<NativeFold> {
     .await
     .map_err(|e| Error::io("fold perf.data", std::io::Error::other(e)))?
     .map_err(|e| Error::io("write the timeline", e))
+    .map(|fold| (fold, jit_notes))
 }
