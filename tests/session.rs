@@ -537,8 +537,9 @@ fn a_sessions_perf_recorders_stop_within_250_ms_by_their_last_samples() {
 
 /// Samples per second above which a capture's last sample marks its recorder's stop
 /// (within its workload's gap, allowed for). demo-seq and demo-blocks sample ~400 times a
-/// second on a quiet host and fell under 200 when the whole suite ran beside them.
-const DENSE_SAMPLES_PER_S: f64 = 50.0;
+/// second on a quiet host and fell under 200 when the whole suite ran beside them; a
+/// process busy in bursts (demo-rpc, ~30 a second) stays under this.
+const DENSE_SAMPLES_PER_S: f64 = 100.0;
 
 /// The span's source for a capture whose recorder took samples outside the session's
 /// window, judged by its copy cut to that window.

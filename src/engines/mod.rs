@@ -92,6 +92,8 @@ pub struct Collected {
     pub fold_path: Option<&'static str>,
     /// What the manifest should say about how the stacks were made.
     pub notes: Vec<String>,
+    /// The rate the recording itself says it sampled at, when it says (Go's profile).
+    pub sampled_hz: Option<u32>,
 }
 
 /// The engine's binary, for manifests.

@@ -138,6 +138,12 @@ pub async fn read_jit_file(
     root: Option<&str>,
 ) -> Result<Vec<u8>, String> {
     use std::io::Read;
+    // A file directly under the root is checked in `ROOT/.`: the root itself may be a
+    // link (/proc/<pid>/root from a sidecar), and an empty directory names nothing.
+    let path = match path.rsplit_once('/') {
+        Some(("", name)) => format!("/./{name}"),
+        _ => path.to_string(),
+    };
     let file = format!("{}{path}", root.unwrap_or(""));
     let script = format!("{MAP_CHECK_FN}{READ_BODY}");
     let argv: Vec<String> = [

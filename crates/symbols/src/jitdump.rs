@@ -97,6 +97,10 @@ pub fn parse(bytes: &[u8]) -> Result<Jitdump, JitdumpError> {
     }
     let pid = order.u32(bytes, 20).ok_or(JitdumpError::TooShort)?;
     let mut entries: Vec<(u64, u64, String)> = Vec::new();
+    // The latest entry at each start, for moves; and the bytes of names kept, which moves
+    // copy: bounded by the file's own size, so a file of moves cannot make more of them.
+    let mut latest: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let mut name_bytes = 0usize;
     let mut loads = 0;
     let mut at = header_size;
     let mut truncated = false;
@@ -119,21 +123,23 @@ pub fn parse(bytes: &[u8]) -> Result<Jitdump, JitdumpError> {
         match id {
             CODE_LOAD => {
                 if let Some(entry) = code_load(order, body) {
+                    name_bytes += entry.2.len();
+                    latest.insert(entry.0, entries.len());
                     entries.push(entry);
                     loads += 1;
                 }
             }
             CODE_MOVE => {
-                if let Some((old, new, size)) = code_move(order, body) {
-                    // The code keeps its name at its new place.
-                    let name = entries
-                        .iter()
-                        .rev()
-                        .find(|(start, _, _)| *start == old)
-                        .map(|(_, _, name)| name.clone());
-                    if let (Some(name), Some(end)) = (name, new.checked_add(size)) {
-                        entries.push((new, end, name));
-                    }
+                let moved = code_move(order, body).and_then(|(old, new, size)| {
+                    let name = &entries[*latest.get(&old)?].2;
+                    let end = new.checked_add(size).filter(|_| size > 0)?;
+                    (name_bytes + name.len() <= bytes.len()).then(|| (new, end, name.clone()))
+                });
+                // The code keeps its name at its new place.
+                if let Some(entry) = moved {
+                    name_bytes += entry.2.len();
+                    latest.insert(entry.0, entries.len());
+                    entries.push(entry);
                 }
             }
             // Debug and unwinding information, close: not needed for names.
@@ -300,7 +306,21 @@ mod tests {
         huge.extend(0u32.to_le_bytes());
         huge.extend(u32::MAX.to_le_bytes());
         assert!(parse(&huge).unwrap().truncated);
+        // Moves cannot copy names past the file's own size: each 64-byte move of a long name
+        // would otherwise add its length again.
+        let mut w = Writer::new(7);
+        let long = "n".repeat(4000);
+        w.load(0x1000, 0x10, &long);
+        for i in 0..200u64 {
+            w.moved(0x1000 + i * 0x10, 0x1000 + (i + 1) * 0x10, 0x10);
+        }
+        let dump = parse(&w.0).unwrap();
+        let kept: usize = dump.map.to_text().len();
+        assert!(kept <= w.0.len() + 200 * 16, "{kept} of {}", w.0.len());
+        assert!(dump.map.len() < 10, "{}", dump.map.len());
         // Every prefix of a real-shaped dump parses or is refused.
+        let mut w = Writer::new(7);
+        w.load(0x1000, 0x40, "f");
         for end in 0..w.0.len() {
             let _ = parse(&w.0[..end]);
         }

@@ -356,6 +356,12 @@ async fn record_and_analyse<E: Engine>(
     }
     let recorded = record_window(engine, run, job, run_as, settings, interrupts).await?;
     let recording = &recorded.recording;
+    // A recorder that ends by itself and was stopped by Ctrl-C wrote nothing to keep (an
+    // HTTP fetch cut short).
+    if recording.interrupted && engine.recorder_stops_itself() && !recording.output.success() {
+        run.stem.discard(super::session::ARTIFACT_EXTENSIONS);
+        return Err(Error::Interrupted);
+    }
     timings.insert("record".to_string(), recording.elapsed.as_millis() as u64);
     let (mut manifest, mut warnings) =
         window_manifest(engine, target, &recorded, runtime_warnings, settings);
@@ -385,6 +391,9 @@ async fn record_and_analyse<E: Engine>(
     let recording = &recorded.recording;
     for (step, ms) in &collected.timings_ms {
         timings.insert(step.to_string(), *ms);
+    }
+    if let Some(hz) = collected.sampled_hz {
+        manifest.frequency_hz = hz;
     }
     // Leading runs of [unknown] frames become one root, so the graph stays readable.
     let (folded, health) = stacks::repair(&collected.folded);

@@ -84,6 +84,12 @@ async fn snapshot(
     window.until_command_ends = true;
     window.stops_itself = true;
     let recording = run.record(&window, interrupts).await?;
+    // Ctrl-C cut the fetch short: nothing came home.
+    if recording.interrupted && !recording.output.success() {
+        run.stem
+            .discard(crate::capture::session::ARTIFACT_EXTENSIONS);
+        return Err(Error::Interrupted);
+    }
     let mut manifest = manifest_for(
         target,
         ManifestBase {

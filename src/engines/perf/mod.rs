@@ -154,6 +154,7 @@ impl Engine for PerfEngine {
                         timings_ms,
                         fold_path: Some(native::NATIVE),
                         notes,
+                        sampled_hz: None,
                     });
                 }
                 Ok((fold, _)) => notes.push(format!(
@@ -234,6 +235,7 @@ impl Engine for PerfEngine {
             timings_ms,
             fold_path: Some(native::PERF_SCRIPT),
             notes,
+            sampled_hz: None,
         })
     }
 }

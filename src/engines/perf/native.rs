@@ -68,7 +68,7 @@ pub fn notes(fold: &NativeFold) -> Vec<String> {
     }
     if fold.jit_samples > 0 {
         notes.push(format!(
-            "native fold: {} samples in JIT code without a readable perf map, unnamed (--fold perf-script tries the map where perf finds it)",
+            "native fold: {} samples in JIT code without a readable perf map or jitdump, unnamed (--fold perf-script tries a perf map where perf finds it; it cannot read a jitdump)",
             fold.jit_samples
         ));
     }

@@ -186,7 +186,16 @@ impl Engine for PprofEngine {
             PprofKind::Cpu { seconds } => seconds + ANSWER_SLACK_S,
             PprofKind::Heap { .. } => 60,
         };
+        // The endpoint decides how much it sends: the file may not grow past the limit
+        // (in 512-byte blocks, one more than the limit so that an oversized answer is
+        // seen as such when read), whether or not the answer says its length.
+        let blocks = (MAX_FETCHED_PROFILE / 512 + 1).to_string();
         let argv = [
+            "sh",
+            "-c",
+            "ulimit -f \"$1\" && shift && exec \"$@\"",
+            "sh",
+            &blocks,
             ready.curl.as_str(),
             "-sS",
             "--fail",
@@ -207,6 +216,7 @@ impl Engine for PprofEngine {
             let url = &fetched.url;
             Ok(Collected {
                 reported_samples: Some(fetched.folded.total()),
+                sampled_hz: hz(&fetched.profile),
                 folded: fetched.folded,
                 raw_files: vec!["pb.gz"],
                 timings_ms: vec![("download", fetched.download_ms)],
@@ -227,10 +237,21 @@ impl PprofEngine {
     pub async fn fetched(&self, ready: &Ready, job: &CollectJob<'_>) -> Result<Fetched> {
         let url = ready.profile_url(self.kind);
         if !job.recorded.success() {
+            let said = first_line(&job.recorded.stderr);
             return Err(Error::PerfFailed {
                 container: ready.container.clone(),
                 step: format!("pprof fetch of {url}"),
-                detail: first_line(&job.recorded.stderr).to_string(),
+                detail: if said.is_empty() {
+                    format!(
+                        "curl ended without an answer (exit {}; an answer over {} MiB ends it too)",
+                        job.recorded
+                            .exit_code
+                            .map_or("unknown".to_string(), |c| c.to_string()),
+                        MAX_FETCHED_PROFILE >> 20
+                    )
+                } else {
+                    said.to_string()
+                },
             });
         }
         let started = Instant::now();
@@ -427,7 +448,13 @@ mod tests {
         assert_eq!(engine.frequency(&ready(), 999), GO_DEFAULT_HZ);
         let RecordCommand { argv, user } = engine.record_command(&ready(), &job("/tmp/w"));
         assert_eq!(user, None);
-        assert_eq!(argv[0], "/usr/bin/curl");
+        // curl runs with its output file bounded.
+        assert_eq!(
+            argv[..3],
+            ["sh", "-c", "ulimit -f \"$1\" && shift && exec \"$@\""]
+        );
+        assert_eq!(argv[4], (MAX_FETCHED_PROFILE / 512 + 1).to_string());
+        assert_eq!(argv[5], "/usr/bin/curl");
         let after = |flag: &str| argv[argv.iter().position(|a| a == flag).unwrap() + 1].clone();
         assert_eq!(after("-o"), "/tmp/w/profile.pb.gz");
         // The runtime answers when its 10 s are over: the limit leaves it room.
