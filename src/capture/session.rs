@@ -272,7 +272,7 @@ pub async fn record(
     // A controlled recorder alone is stopped the same way: its own timer outlasts the
     // window by far.
     let (stop_at, stop_when) = tokio::sync::watch::channel(None);
-    let _armed =
+    let armed =
         ((gate::in_session() || controlled) && !window.until_command_ends && !window.stops_itself)
             .then(|| ArmedStop::arm(shell, workdir, stop_when, gate::endpoint_clock_offset()));
     let opened = tokio::select! {
@@ -298,7 +298,7 @@ pub async fn record(
     };
     // The instant the armed stop tells the recorder to stop, on this host's wall clock.
     let armed_stop_at = stop_instant
-        .filter(|_| _armed.is_some())
+        .filter(|_| armed.is_some())
         .map(instant_on_wall_clock);
     if let Some(end) = stop_instant {
         stop_at.send_replace(Some(tokio::time::Instant::from(end)));
