@@ -69,6 +69,34 @@ pub struct Located {
     pub go: Option<Arc<GoBinary>>,
 }
 
+impl Located {
+    /// The found process, ready for an engine (`ready`, what its `prepare` found): recorded
+    /// from the container's own shell, or from a sidecar's that sees the same process.
+    fn into_target<R>(
+        self,
+        ready: R,
+        sidecar: Option<(Shell, sidecar::Sidecar)>,
+        sysctls: Option<sysctl::SavedSysctls>,
+    ) -> Target<R> {
+        let (shell, sidecar) = match sidecar {
+            Some((shell, sidecar)) => (shell, Some(sidecar)),
+            None => (self.shell, None),
+        };
+        Target {
+            shell,
+            container: self.container,
+            facts: self.facts,
+            process: self.process,
+            process_facts: self.process_facts,
+            runtime: self.runtime,
+            go: self.go,
+            ready,
+            sidecar,
+            sysctls,
+        }
+    }
+}
+
 /// Connects, resolves the container and chooses the process.
 pub async fn locate(target: &str, selector: &ProcessSelector) -> Result<Located> {
     let docker = Docker::connect().await?;
@@ -230,20 +258,7 @@ pub async fn find_target<E: Engine>(
             }
         }
         match attempt {
-            Ok(ready) => {
-                return Ok(Target {
-                    shell: located.shell,
-                    container: located.container,
-                    facts: located.facts,
-                    process: located.process,
-                    process_facts: located.process_facts,
-                    runtime: located.runtime,
-                    go: located.go,
-                    ready,
-                    sidecar: None,
-                    sysctls,
-                })
-            }
+            Ok(ready) => return Ok(located.into_target(ready, None, sysctls)),
             Err(
                 e @ (Error::PerfMissing { .. }
                 | Error::ToolMissing { .. }

@@ -79,13 +79,7 @@ pub async fn start<E: Engine>(
     let docker = &located.docker;
     let container = &located.container;
     let image = placement.profiler_image.clone();
-    if !docker.has_image(&image).await {
-        return Err(Error::ProfilerImageMissing {
-            container: container.name.clone(),
-            fix: docker.flavour().await.image_fix(&image),
-            image,
-        });
-    }
+    require_image(located, &image).await?;
     let mut refusals: Vec<String> = Vec::new();
     // An engine that needs less than perf tries its minimum first.
     let minimum = engine.sidecar_minimum().map(|(cap_add, why)| Tier {
@@ -212,13 +206,7 @@ pub async fn start_on_network<E: Engine>(
     let docker = &located.docker;
     let container = &located.container;
     let image = placement.profiler_image.clone();
-    if !docker.has_image(&image).await {
-        return Err(Error::ProfilerImageMissing {
-            container: container.name.clone(),
-            fix: docker.flavour().await.image_fix(&image),
-            image,
-        });
-    }
+    require_image(&located, &image).await?;
     let spec = SidecarSpec {
         image: image.clone(),
         target_id: container.id.clone(),
@@ -249,20 +237,23 @@ pub async fn start_on_network<E: Engine>(
             });
         }
     };
-    Ok(Target {
-        shell,
-        container: located.container,
-        facts: located.facts,
-        process: located.process,
-        process_facts: located.process_facts,
-        runtime: located.runtime,
-        go: located.go,
-        ready,
-        sidecar: Some(Sidecar {
-            info,
-            privileges: "no added rights, on the target's network".into(),
-        }),
-        sysctls: None,
+    let sidecar = Sidecar {
+        info,
+        privileges: "no added rights, on the target's network".into(),
+    };
+    Ok(located.into_target(ready, Some((shell, sidecar)), None))
+}
+
+/// The profiler image every sidecar starts from, or an error saying how to get it.
+async fn require_image(located: &Located, image: &str) -> Result<()> {
+    let docker = &located.docker;
+    if docker.has_image(image).await {
+        return Ok(());
+    }
+    Err(Error::ProfilerImageMissing {
+        container: located.container.name.clone(),
+        fix: docker.flavour().await.image_fix(image),
+        image: image.to_string(),
     })
 }
 
