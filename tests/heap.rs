@@ -919,3 +919,101 @@ fn heap_window_after_a_restart_that_reused_the_pid_ignores_the_old_process_dumps
     let expected: Vec<String> = own.into_iter().map(|(_, n)| n).collect();
     assert_eq!(merged, expected, "the running process's dumps only");
 }
+
+/// Regression: a dump already copied home was deleted when rendering it failed after. It
+/// is the recording: it stays in the store, the manifest lists it with what failed, and
+/// the error gives the command that renders it again.
+#[test]
+#[ignore = "needs the demo devnet"]
+fn a_dump_home_that_cannot_be_rendered_is_kept_with_the_command_to_render_it_again() {
+    if !devnet_ready(
+        "a_dump_home_that_cannot_be_rendered_is_kept_with_the_command_to_render_it_again",
+    ) {
+        return;
+    }
+    let path = "/tmp/devprof-test-cut.heap";
+    docker_ok(&[
+        "exec",
+        DEMO_SEQ,
+        "sh",
+        "-c",
+        &format!("printf 'heap_v2/524288\\n  t*: oops\\n' > {path}"),
+    ]);
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .args(["heap", DEMO_SEQ, "--files", path])
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    docker_ok(&["exec", DEMO_SEQ, "rm", "-f", path]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the recording is kept"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("devprof heap {DEMO_SEQ} --files {path}")),
+        "{stderr}"
+    );
+    let store = cwd.path().join("profiling").join(DEMO_SEQ);
+    let kept = store.join("devprof-test-cut.heap");
+    assert!(kept.is_file(), "{:?}", files_under(cwd.path()));
+    let stem = only_capture(cwd.path(), DEMO_SEQ, "heap-");
+    let manifest = read_manifest(&stem);
+    let files: Vec<&str> = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .filter(|name| !name.ends_with(".json"))
+        .collect();
+    assert_eq!(files, ["devprof-test-cut.heap"], "{manifest}");
+    assert!(
+        manifest["notes"]
+            .to_string()
+            .contains("the analysis failed"),
+        "{manifest}"
+    );
+    for ext in ["folded", "svg", "txt"] {
+        assert!(!with_ext(&stem, ext).exists(), "half-written .{ext} left");
+    }
+}
+
+/// Ctrl-C in a heap window ends it at once: the end dump is asked for and rendered, the
+/// manifest states the shortened window, and nothing of devprof stays in the container.
+/// Regression: the window's recorder was not known to the capture's stop, so Ctrl-C
+/// waited out the whole window.
+#[test]
+#[ignore = "needs the demo devnet"]
+fn ctrl_c_ends_a_heap_window_at_once_and_renders_its_end_dump() {
+    if !devnet_ready("ctrl_c_ends_a_heap_window_at_once_and_renders_its_end_dump") {
+        return;
+    }
+    let _guard = lock();
+    let cwd = workdir();
+    let mut capture = spawn_capture(cwd.path(), &["heap", DEMO_SEQ, "60"]);
+    capture.wait_for_window();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    capture.interrupt();
+    let out = capture.wait_with_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stem = only_capture(cwd.path(), DEMO_SEQ, "heap-");
+    let manifest = read_manifest(&stem);
+    assert_eq!(manifest["interrupted"], true, "{manifest}");
+    let edge =
+        |key: &str| chrono::DateTime::parse_from_rfc3339(manifest[key].as_str().unwrap()).unwrap();
+    let stated = (edge("window_stopped_at") - edge("window_started_at")).num_milliseconds();
+    assert!(
+        (1_000..15_000).contains(&stated),
+        "the stated window lasted {stated} ms of the 60 s asked"
+    );
+    let recorded = manifest["duration_recorded_s"].as_f64().unwrap();
+    assert!(recorded < 15.0, "recorded {recorded} s");
+    let left = docker_ok(&[
+        "exec",
+        DEMO_SEQ,
+        "sh",
+        "-c",
+        "ls -d /tmp/devprof.* 2>/dev/null || true",
+    ]);
+    assert!(left.is_empty(), "left in the container: {left}");
+}

@@ -1,13 +1,15 @@
-//! The recording is the expensive part of a capture: once perf.data reached the host it is
-//! never deleted because a later step failed (the fold, `perf script`, the summary, a
-//! deadline, the target stopping or being paused). The manifest lists it with what failed
-//! and the command that analyses it again, and the error says the same.
+//! The recording is the expensive part of a capture: once it reached the host (perf.data,
+//! a heap capture's dumps) it is never deleted because a later step failed (the fold,
+//! `perf script`, symbols, the summary, a deadline, the target stopping or being paused).
+//! The manifest lists it with what failed and the command that analyses it again, and the
+//! error says the same.
 
 use super::session::ARTIFACT_EXTENSIONS;
 use crate::error::Error;
 use crate::settings::CallGraph;
 use crate::store::{Manifest, Stem};
 use crate::text::first_line;
+use std::path::PathBuf;
 
 /// How a kept recording is analysed again, by the commands devprof offers.
 pub enum Again<'a> {
@@ -18,6 +20,14 @@ pub enum Again<'a> {
     },
     /// An off-CPU capture: its events summarized from perf.data, locally.
     Summarize,
+    /// A heap capture: its dumps, copied home into the container's store directory
+    /// (`local`), rendered again by their names in the container (`names`, for `--files`;
+    /// the copies here are reused).
+    Heap {
+        container: &'a str,
+        names: Vec<String>,
+        local: Vec<PathBuf>,
+    },
 }
 
 impl Again<'_> {
@@ -39,6 +49,38 @@ impl Again<'_> {
                 ..
             } => format!("perf script -i {data} --symfs ROOT | devprof fold - {out}"),
             Again::Summarize => format!("devprof summarize {data}"),
+            Again::Heap {
+                container, names, ..
+            } => format!("devprof heap {container} --files {}", names.join(",")),
+        }
+    }
+
+    /// The files that hold the recording, those of them on the host.
+    pub fn recording(&self, stem: &Stem) -> Vec<PathBuf> {
+        let files = match self {
+            Again::Heap { local, .. } => local.clone(),
+            _ => vec![stem.path("data")],
+        };
+        files
+            .into_iter()
+            .filter(|f| std::fs::symlink_metadata(f).is_ok_and(|m| m.is_file()))
+            .collect()
+    }
+
+    /// Lists the recording's files on the host in `manifest`.
+    fn record_files(&self, stem: &Stem, manifest: &mut Manifest) {
+        for file in self.recording(stem) {
+            if let (Some(dir), Some(name)) = (file.parent(), file.file_name()) {
+                manifest.record_file(dir, &name.to_string_lossy());
+            }
+        }
+    }
+
+    /// What holds the whole recording, for a note.
+    fn holder(&self) -> &'static str {
+        match self {
+            Again::Heap { .. } => "the dumps listed",
+            _ => "the .data file",
         }
     }
 
@@ -50,28 +92,27 @@ impl Again<'_> {
                  `mkdir ROOT && docker export {container} | tar -x -C ROOT`)"
             ),
             Again::Summarize => " (event counts without stacks)".to_string(),
+            Again::Heap { container, .. } => {
+                format!(" (while {container} keeps the dumps; the copies listed are reused)")
+            }
         }
     }
 }
 
-/// Whether the recording reached the host whole (a download lands under another name and
-/// is renamed once complete).
-pub fn on_host(stem: &Stem) -> bool {
-    std::fs::symlink_metadata(stem.path("data")).is_ok_and(|m| m.is_file())
-}
-
 /// Ctrl-C while the recording, already home, is being read (`step`): what is home stays,
-/// with a manifest saying what happened; the partial intermediates go. Returns the error to
-/// end the capture with.
-pub fn keep_on_interrupt(stem: &Stem, mut manifest: Manifest, step: &str) -> Error {
+/// with a manifest saying what happened; the partial intermediates go. A heap capture with
+/// no dump home yet leaves nothing. Returns the error to end the capture with.
+pub fn keep_on_interrupt(stem: &Stem, mut manifest: Manifest, step: &str, again: &Again) -> Error {
+    let kept = again.recording(stem);
+    if kept.is_empty() && matches!(again, Again::Heap { .. }) {
+        stem.discard(ARTIFACT_EXTENSIONS);
+        return Error::Interrupted;
+    }
     manifest.notes.push(format!(
-        "interrupted while {step}; the .data file holds the whole recording"
+        "interrupted while {step}; {} holds the whole recording",
+        again.holder()
     ));
-    let kept: Vec<&str> = ["data"]
-        .into_iter()
-        .filter(|ext| stem.path(ext).is_file())
-        .collect();
-    manifest.record_stem_files(stem, &kept);
+    again.record_files(stem, &mut manifest);
     let _ = std::fs::remove_file(stem.path("script"));
     let _ = std::fs::remove_file(stem.path("timeline"));
     match manifest.write(stem) {
@@ -84,14 +125,14 @@ pub fn keep_on_interrupt(stem: &Stem, mut manifest: Manifest, step: &str) -> Err
 /// go; the manifest lists the recording with what failed and how to analyse it again),
 /// else removes every file of the stem. Returns the error to report.
 pub fn keep_or_discard(stem: &Stem, manifest: Manifest, failure: Error, again: &Again) -> Error {
-    if !on_host(stem) {
+    if again.recording(stem).is_empty() {
         stem.discard(ARTIFACT_EXTENSIONS);
         return failure;
     }
     keep(stem, manifest, failure, again)
 }
 
-/// Keeps `<stem>.data` after `failure` (see `keep_or_discard`).
+/// Keeps the recording after `failure` (see `keep_or_discard`).
 pub fn keep(stem: &Stem, mut manifest: Manifest, failure: Error, again: &Again) -> Error {
     for ext in ARTIFACT_EXTENSIONS.iter().filter(|ext| **ext != "data") {
         let _ = std::fs::remove_file(stem.path(ext));
@@ -103,14 +144,20 @@ pub fn keep(stem: &Stem, mut manifest: Manifest, failure: Error, again: &Again) 
         first_line(&failure.to_string())
     ));
     manifest.files.clear();
-    manifest.record_stem_files(stem, &["data"]);
+    again.record_files(stem, &mut manifest);
+    let data = again
+        .recording(stem)
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let listed = match manifest.write(stem) {
         Ok(path) => path.display().to_string(),
         Err(e) => format!("no manifest: {e}"),
     };
     Error::RecordingKept {
         source: Box::new(failure),
-        data: stem.path("data").display().to_string(),
+        data,
         manifest: listed,
         command,
         hint,
@@ -121,6 +168,19 @@ pub fn keep(stem: &Stem, mut manifest: Manifest, failure: Error, again: &Again) 
 mod tests {
     use super::*;
     use chrono::Local;
+
+    /// The manifest written at `stem`, and the names of the files it lists.
+    fn written_manifest(stem: &Stem) -> (serde_json::Value, Vec<String>) {
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(stem.path("json")).unwrap()).unwrap();
+        let files = manifest["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap().to_string())
+            .collect();
+        (manifest, files)
+    }
 
     /// Regression: a perf.data already on the host was deleted when `perf script`, the
     /// native fold, the summary or a deadline failed after it.
@@ -153,18 +213,8 @@ mod tests {
             "{text}"
         );
         assert_eq!(err.exit_code(), crate::exit::PROFILER);
-        let manifest: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(stem.path("json")).unwrap()).unwrap();
-        let files: Vec<&str> = manifest["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["name"].as_str().unwrap())
-            .collect();
-        assert!(
-            files.contains(&stem.file_name("data").as_str()),
-            "{files:?}"
-        );
+        let (manifest, files) = written_manifest(&stem);
+        assert!(files.contains(&stem.file_name("data")), "{files:?}");
         let notes = manifest["notes"].to_string();
         assert!(
             notes.contains("re-analyse it with `devprof fold"),
@@ -181,5 +231,52 @@ mod tests {
         let err = keep_or_discard(&stem, Manifest::default(), failure, &Again::Summarize);
         assert!(matches!(err, Error::Interrupted));
         assert!(!stem.path("json").exists() && !stem.path("data.part").exists());
+    }
+
+    /// Regression: a heap capture's dumps, already copied home, were deleted when
+    /// rendering them failed.
+    #[test]
+    fn a_heap_capture_keeps_its_dumps_home_and_names_the_render_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = Stem::reserve(dir.path(), "heap", Local::now()).unwrap();
+        let dump = dir.path().join("jeprof.7.3.m1.heap");
+        std::fs::write(&dump, b"heap_v2/524288\n").unwrap();
+        std::fs::write(stem.path("folded"), b"half").unwrap();
+        let again = Again::Heap {
+            container: "demo-seq",
+            names: vec!["jeprof.7.3.m1.heap".into()],
+            local: vec![dump.clone(), dir.path().join("never-copied.heap")],
+        };
+        let failure = Error::HeapDumpInvalid {
+            path: dump.display().to_string(),
+            detail: "no t*: line".into(),
+        };
+        let text = keep_or_discard(&stem, Manifest::default(), failure, &again).to_string();
+        assert!(dump.is_file() && !stem.path("folded").exists());
+        assert!(text.contains("the recording is kept"), "{text}");
+        assert!(
+            text.contains("devprof heap demo-seq --files jeprof.7.3.m1.heap"),
+            "{text}"
+        );
+        let (_, mut files) = written_manifest(&stem);
+        files.sort();
+        let mut expected = vec![stem.file_name("json"), "jeprof.7.3.m1.heap".to_string()];
+        expected.sort();
+        assert_eq!(files, expected);
+    }
+
+    /// Ctrl-C before any dump is home: a heap capture leaves nothing, not an empty manifest.
+    #[test]
+    fn an_interrupted_heap_capture_with_nothing_home_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = Stem::reserve(dir.path(), "heap", Local::now()).unwrap();
+        let again = Again::Heap {
+            container: "demo-seq",
+            names: vec!["jeprof.7.3.m1.heap".into()],
+            local: Vec::new(),
+        };
+        let err = keep_on_interrupt(&stem, Manifest::default(), "copying the dumps out", &again);
+        assert!(matches!(err, Error::Interrupted));
+        assert!(!stem.path("json").exists());
     }
 }

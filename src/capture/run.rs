@@ -1,7 +1,7 @@
 //! One capture's lifecycle, whatever its kind: the target placed (in its container or a
 //! sidecar), a workdir there, a stem in the store, the window, the work on the recording
 //! under the target's watch and Ctrl-C, and everything released, on success, error, panic
-//! and Ctrl-C. The kinds (`cpu`, `offcpu`, `stat`) are recipes over these steps.
+//! and Ctrl-C. The kinds (`cpu`, `offcpu`, `stat`, `heap`) are recipes over these steps.
 
 use super::kept::{self, Again};
 use super::liveness::{Stop, Watch};
@@ -29,14 +29,20 @@ pub async fn placed<E: Engine, T>(
     body: impl AsyncFnOnce(&Target<E::Ready>) -> Result<T>,
 ) -> Result<T> {
     let target = find_target(engine, located, placement, needs_tracefs).await?;
-    // Boxed: a capture's future is large, and a session polls several side by side on
-    // one thread's stack.
-    let result = catching(Box::pin(body(&target))).await;
-    target.release().await;
-    resume(result)
+    target.hold(body).await
 }
 
 impl<R> Target<R> {
+    /// Runs `body` on this target; then, whatever happened (an error or a panic too), the
+    /// sysctls lowered for it are restored and no sidecar stays behind.
+    pub async fn hold<T>(self, body: impl AsyncFnOnce(&Target<R>) -> Result<T>) -> Result<T> {
+        // Boxed: a capture's future is large, and a session polls several side by side on
+        // one thread's stack.
+        let result = catching(Box::pin(body(&self))).await;
+        self.release().await;
+        resume(result)
+    }
+
     /// Runs `body` with a private workdir in the container; afterwards `finish` (an
     /// engine's own stop) runs and the workdir goes with any recorder still running from
     /// it: no temp file and no process stay behind. Skipped when the container stopped
@@ -89,6 +95,12 @@ impl<'a, R> Run<'a, R> {
         })
     }
 
+    /// A capture of what is already in the container (a heap capture's existing dumps):
+    /// a stem and the work after it, with no window and so no workdir.
+    pub fn without_window(target: &'a Target<R>, output_dir: &Path, prefix: &str) -> Result<Self> {
+        Self::new(target, "", output_dir, prefix)
+    }
+
     /// A window of `duration` running `argv` as root, shown as `label`; the other choices
     /// are the recipe's to set on what this returns.
     pub fn window<'w>(
@@ -131,6 +143,7 @@ impl<'a, R> Run<'a, R> {
         window: &Window<'_>,
         interrupts: &mut Interrupts,
     ) -> Result<Recording> {
+        debug_assert!(!self.workdir.is_empty(), "a window needs a workdir");
         self.started.get_or_init(Instant::now);
         Box::pin(record(
             &self.target.shell,
@@ -177,7 +190,12 @@ impl<'a, R> Run<'a, R> {
                 Err(self.keep(manifest(), e, again))
             }
             // What is already home stays, with a manifest saying what happened.
-            Ended::Interrupted => Err(kept::keep_on_interrupt(&self.stem, manifest(), doing)),
+            Ended::Interrupted => Err(kept::keep_on_interrupt(
+                &self.stem,
+                manifest(),
+                doing,
+                again,
+            )),
         }
     }
 

@@ -1,21 +1,17 @@
 //! Which dumps a heap capture uses, and bringing them home: listing the process's dumps in
 //! the container, choosing among those already written, asking for fresh ones over a
-//! window (the dump signal, interval dumps), and copying them out through the archive API.
+//! window (`window.rs`: the dump signal, interval dumps), and copying them out through the
+//! archive API.
 
-use super::{HeapTarget, Obtained, DUMP_WAIT, POLL};
+use super::{HeapTarget, Obtained};
 use crate::docker::archive::CopyLimit;
 use crate::docker::wire;
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
-use crate::profile::heap::dumps::{
-    listed, select, DumpFile, DumpKind, SelectError, Selection, Signal,
-};
-use crate::signals::Interrupts;
+use crate::profile::heap::dumps::{listed, select, DumpFile, SelectError, Selection};
 use crate::text::quote;
-use crate::ui::progress;
 use chrono::Local;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 /// Lists `<dir>/<base>.*.heap` with sizes and modification times: `dump<TAB>name<TAB>size
 /// <TAB>mtime` records, the name encoded (`wire`: any user of the container may name a
@@ -48,15 +44,20 @@ pub(super) fn read_listing(base: &str, text: &str) -> Vec<DumpFile> {
 }
 
 pub(super) async fn list_dumps(target: &HeapTarget) -> Result<Vec<DumpFile>> {
-    listing_of(&target.shell, &target.dump_dir, &target.dump_base).await
+    listing_of(
+        &target.shell,
+        &target.ready.dump_dir,
+        &target.ready.dump_base,
+    )
+    .await
 }
 
 /// The listing without the dumps an earlier process of the same pid left behind (a
 /// restarted container often gets its old pid back, and its dumps stay on a volume): they
 /// are older than the process. Waiting for a fresh dump must never count them.
-async fn dumps_since_process_start(target: &HeapTarget) -> Result<Vec<DumpFile>> {
+pub(super) async fn dumps_since_process_start(target: &HeapTarget) -> Result<Vec<DumpFile>> {
     let mut all = list_dumps(target).await?;
-    if let Some(started) = target.process_started {
+    if let Some(started) = target.ready.process_started {
         all.retain(|d| d.pid != target.process.pid || d.mtime <= 0 || d.mtime >= started);
     }
     Ok(all)
@@ -105,7 +106,7 @@ async fn named_paths(target: &HeapTarget, paths: &[String]) -> Result<Vec<DumpFi
         return Err(Error::HeapNoDumps {
             container: target.container.name.clone(),
             what: format!("no regular file at {}", missing.join(", ")),
-            dir: target.dump_dir.clone(),
+            dir: target.ready.dump_dir.clone(),
             hint: "give paths as the process sees them in its container".into(),
         });
     }
@@ -195,7 +196,7 @@ pub(super) async fn existing_dumps(target: &HeapTarget, selection: &Selection) -
         Error::HeapNoDumps {
             container: target.container.name.clone(),
             what,
-            dir: target.dump_dir.clone(),
+            dir: target.ready.dump_dir.clone(),
             hint,
         }
     })?;
@@ -215,210 +216,8 @@ pub(super) async fn existing_dumps(target: &HeapTarget, selection: &Selection) -
         how,
         window: None,
         interrupted: false,
-        instants: None,
+        recording: None,
     })
-}
-
-/// Over the window: the signal at the start and the end (when the process catches it),
-/// interval dumps meanwhile. The newest fresh dump is rendered; all are collected.
-pub(super) async fn fresh_dumps(
-    target: &HeapTarget,
-    window: Duration,
-    signal: &Signal,
-    interrupts: &mut Interrupts,
-) -> Result<Obtained> {
-    let signal_name = signal.name.as_str();
-    let pid = target.process.pid;
-    let interval = target.conf.lg_interval();
-    if !target.catches_signal && interval.is_none() {
-        return Err(Error::HeapDumpUnavailable {
-            container: target.container.name.clone(),
-            pid,
-            detail: format!(
-                "it does not catch SIG{signal_name} (sending it would kill it) and interval dumps are off (no lg_prof_interval in {})",
-                target.conf_variable
-            ),
-            hint: format!(
-                "either have the program call jemalloc's prof.dump on SIG{signal_name} (DEVPROF_HEAP_DUMP_SIGNAL names another signal), \
-                 or add lg_prof_interval:N to {} (a dump per 2^N allocated bytes; restart needed), \
-                 or render dumps it already wrote: `devprof heap {} --latest`",
-                target.conf_variable, target.container.name
-            ),
-        });
-    }
-    let before = dumps_since_process_start(target).await?;
-    let mut last_seq = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
-    let label = format!("heap dumps of {} (pid {pid})", target.container.name);
-    // In a session, the start dump is asked for when the recorders start: the gate's
-    // opening plus the lead they are released at.
-    tokio::select! {
-        _ = crate::capture::armed_stop::released() => {}
-        _ = interrupts.next() => return Err(Error::Interrupted),
-    }
-    // The window runs from the start signal to the end signal: the process dumps as it
-    // handles each, however long the dump then takes to land.
-    let started = Instant::now();
-    let started_at = chrono::Local::now();
-    let bar = progress::capture_bar(window, &label);
-    if bar.is_hidden() {
-        progress::note(
-            None,
-            &format!(
-                "{label}: {} window started",
-                crate::units::human_duration(window)
-            ),
-        );
-    }
-    if target.catches_signal {
-        bar.set_message(format!("SIG{signal_name}: dump at the start"));
-        let first = request_dump(target, signal, last_seq).await;
-        match first {
-            Ok(d) => last_seq = Some(d.seq),
-            Err(e) => {
-                bar.finish_and_clear();
-                return Err(e);
-            }
-        }
-    }
-    bar.set_message(match (target.catches_signal, interval) {
-        (true, Some(n)) => format!("interval dumps every 2^{n} bytes; SIG{signal_name} at the end"),
-        (true, None) => format!("SIG{signal_name} at the end"),
-        (false, Some(n)) => format!("interval dumps every 2^{n} bytes"),
-        (false, None) => unreachable!("checked above"),
-    });
-    let mut interrupted = false;
-    loop {
-        let elapsed = started.elapsed();
-        if elapsed >= window {
-            break;
-        }
-        tokio::select! {
-            _ = interrupts.next() => {
-                interrupted = true;
-                bar.set_message("Ctrl-C: ending the window (again aborts)");
-                break;
-            }
-            _ = tokio::time::sleep(Duration::from_millis(100).min(window - elapsed)) => {
-                let tenths = (started.elapsed().as_millis() / 100) as u64;
-                bar.set_position(tenths.min(bar.length().unwrap_or(tenths)));
-            }
-        }
-    }
-    let recorded = started.elapsed().min(window);
-    if interrupts.pending() {
-        bar.abandon_with_message("aborted");
-        return Err(Error::Interrupted);
-    }
-    let stopped_at = chrono::Local::now();
-    if target.catches_signal {
-        bar.set_message(format!("SIG{signal_name}: dump at the end"));
-        let now = dumps_since_process_start(target).await?;
-        let seq = now
-            .iter()
-            .filter(|d| d.pid == pid)
-            .map(|d| d.seq)
-            .max()
-            .max(last_seq);
-        if let Err(e) = request_dump(target, signal, seq).await {
-            bar.finish_and_clear();
-            return Err(e);
-        }
-    }
-    bar.finish_and_clear();
-    let before_max = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
-    let after = dumps_since_process_start(target).await?;
-    let fresh: Vec<DumpFile> = after
-        .into_iter()
-        .filter(|d| d.pid == pid && before_max.is_none_or(|m| d.seq > m))
-        .collect();
-    let Some(newest) = fresh.last().cloned() else {
-        return Err(Error::HeapDumpUnavailable {
-            container: target.container.name.clone(),
-            pid,
-            detail: format!(
-                "no interval dump was written in the {:.0} s window (one comes every 2^{} allocated bytes)",
-                recorded.as_secs_f64(),
-                interval.unwrap_or(0)
-            ),
-            hint: "lengthen the window or lower lg_prof_interval, or have the program call prof.dump on a signal".into(),
-        });
-    };
-    let intervals = fresh
-        .iter()
-        .filter(|d| matches!(d.kind, DumpKind::Interval(_)))
-        .count();
-    let how = match (target.catches_signal, intervals) {
-        (true, 0) => format!("SIG{signal_name} at the start and the end of the window (the program calls prof.dump); the end dump is rendered"),
-        (true, n) => format!("SIG{signal_name} at the start and the end of the window, and {n} interval dumps; the end dump is rendered"),
-        (false, n) => format!("{n} interval dumps written in the window (lg_prof_interval); the newest is rendered"),
-    };
-    Ok(Obtained {
-        collected: fresh,
-        merged: vec![newest],
-        how,
-        window: Some(recorded),
-        interrupted,
-        instants: Some((started_at, stopped_at)),
-    })
-}
-
-/// Sends the dump signal and waits for a new dump (sequence above `after_seq`) to appear
-/// and stop growing.
-pub(super) async fn request_dump(
-    target: &HeapTarget,
-    signal: &Signal,
-    after_seq: Option<u64>,
-) -> Result<DumpFile> {
-    let signal_name = signal.name.as_str();
-    let pid = target.process.pid;
-    let unavailable = |detail: String| {
-        Error::HeapDumpUnavailable {
-        container: target.container.name.clone(),
-        pid,
-        detail,
-        hint: format!(
-            "check that the process may write to {} (prof_prefix in {}), and that the program calls jemalloc's \
-             prof.dump on SIG{signal_name}; its log may say why (`docker logs {}`)",
-            target.dump_dir, target.conf_variable, target.container.name
-        ),
-    }
-    };
-    let sent = target
-        .shell
-        .run(&["kill", &format!("-{}", signal.number), &pid.to_string()])
-        .await?;
-    if !sent.success() {
-        return Err(unavailable(format!(
-            "kill -{} {pid} failed: {}",
-            signal.number,
-            sent.stderr.trim()
-        )));
-    }
-    let deadline = Instant::now() + DUMP_WAIT;
-    let mut seen: Option<DumpFile> = None;
-    loop {
-        tokio::time::sleep(POLL).await;
-        let newest = dumps_since_process_start(target)
-            .await?
-            .into_iter()
-            .filter(|d| d.pid == pid && after_seq.is_none_or(|s| d.seq > s))
-            .max_by_key(|d| d.seq);
-        match (newest, &seen) {
-            // Settled: the same file, the same size, twice in a row.
-            (Some(d), Some(prev)) if d.name == prev.name && d.size == prev.size && d.size > 0 => {
-                return Ok(d)
-            }
-            (Some(d), _) => seen = Some(d),
-            (None, _) => {}
-        }
-        if Instant::now() > deadline {
-            return Err(unavailable(format!(
-                "no new dump appeared in {} within {} s of SIG{signal_name}",
-                target.dump_dir,
-                DUMP_WAIT.as_secs()
-            )));
-        }
-    }
 }
 
 /// Brings one dump home under its own name (a copy already there with the same size is
@@ -447,10 +246,13 @@ pub(super) async fn fetch_dump(
             return Ok((local, false));
         }
     }
-    let source = dump
-        .path
-        .clone()
-        .unwrap_or_else(|| format!("{}/{}", target.dump_dir.trim_end_matches('/'), dump.name));
+    let source = dump.path.clone().unwrap_or_else(|| {
+        format!(
+            "{}/{}",
+            target.ready.dump_dir.trim_end_matches('/'),
+            dump.name
+        )
+    });
     let entry = PathBuf::from(&dump.name);
     let new_name = PathBuf::from(&local);
     target
@@ -468,7 +270,7 @@ pub(super) async fn fetch_dump(
         return Err(Error::HeapNoDumps {
             container: target.container.name.clone(),
             what: format!("dump {} disappeared before it could be copied", dump.name),
-            dir: target.dump_dir.clone(),
+            dir: target.ready.dump_dir.clone(),
             hint: "something removed it meanwhile; run again".into(),
         });
     }

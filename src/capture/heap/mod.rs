@@ -17,20 +17,25 @@
 mod dumps;
 mod go;
 mod report;
+mod window;
 
-use crate::docker::target::{ContainerInfo, ProcInfo};
+use super::kept::Again;
+use super::manifest::{manifest_for, ManifestBase};
+use super::run::Run;
+use super::session::Recording;
+use super::{Located, Target};
+use crate::docker::target::ContainerInfo;
 use crate::docker::wire;
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{catches, split_prefix, DumpFile, JemallocConf, Selection};
 use crate::profile::heap::parse::Measure;
-use crate::runtime::{ProcessFacts, Runtime};
+use crate::runtime::Runtime;
 use crate::settings::{HeapSettings, HeapSource};
 use crate::signals::Interrupts;
-use crate::store::{self, Manifest, Stem};
+use crate::store::Manifest;
 use crate::symbols::malloc_conf::{compiled_conf, CompiledConf};
-use chrono::Local;
-use dumps::{existing_dumps, fresh_dumps};
+use dumps::existing_dumps;
 use report::analyse;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -67,13 +72,8 @@ impl From<HeapOutcome> for super::Captured {
     }
 }
 
-/// The process and what its jemalloc is set up to do.
-pub(super) struct HeapTarget {
-    pub(super) shell: Shell,
-    pub(super) container: ContainerInfo,
-    pub(super) process: ProcInfo,
-    pub(super) process_facts: ProcessFacts,
-    pub(super) runtime: Runtime,
+/// What the process's jemalloc is set up to do: the heap capture's part of its target.
+pub(super) struct Jemalloc {
     pub(super) conf_variable: String,
     pub(super) conf_text: String,
     pub(super) conf: JemallocConf,
@@ -84,6 +84,9 @@ pub(super) struct HeapTarget {
     pub(super) process_started: Option<i64>,
 }
 
+/// The process of a jemalloc heap capture, reached from its container's own shell.
+pub(super) type HeapTarget = Target<Jemalloc>;
+
 /// Dumps obtained for the capture: every one brought home, and those merged.
 pub(super) struct Obtained {
     pub(super) collected: Vec<DumpFile>,
@@ -91,8 +94,8 @@ pub(super) struct Obtained {
     pub(super) how: String,
     pub(super) window: Option<Duration>,
     pub(super) interrupted: bool,
-    /// A fresh window's start (the start dump asked for) and end, by this host's clock.
-    pub(super) instants: Option<(chrono::DateTime<Local>, chrono::DateTime<Local>)>,
+    /// A fresh window: its edges, markers and session, for the manifest.
+    pub(super) recording: Option<Recording>,
 }
 
 pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> Result<HeapOutcome> {
@@ -103,76 +106,180 @@ pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> R
         return go::go_heap(located, settings, interrupts).await;
     }
     let named_files = matches!(settings.source, HeapSource::Existing(Selection::Files(_)));
-    let target = find_heap_target(located, settings.signal.number, !named_files).await?;
-    if settings.measure == Measure::Allocated && !target.conf.accumulates() {
+    let jemalloc = probe_jemalloc(&located, settings.signal.number, !named_files).await?;
+    if settings.measure == Measure::Allocated && !jemalloc.conf.accumulates() {
         return Err(Error::Usage(format!(
             "--alloc needs accumulated counts, which jemalloc writes only with prof_accum:true; process {} of '{}' \
              runs with {}={}\n  add prof_accum:true to {} and restart the process, or drop --alloc (in-use bytes)",
-            target.process.pid, target.container.name, target.conf_variable, target.conf_text, target.conf_variable
+            located.process.pid, located.container.name, jemalloc.conf_variable, jemalloc.conf_text, jemalloc.conf_variable
         )));
     }
     let mut warnings = Vec::new();
-    if !target.conf.active() {
+    if !jemalloc.conf.active() {
         warnings.push(format!(
             "prof_active:false in {}: jemalloc takes no samples until profiling is activated (mallctl prof.active)",
-            target.conf_variable
+            jemalloc.conf_variable
         ));
     }
     timings.insert("probe".to_string(), t.elapsed().as_millis() as u64);
+    // Signals and listings act in the container itself: no profiler, no sidecar.
+    let target = located.into_target(jemalloc, None, None);
+    let mut work = Work {
+        settings,
+        timings,
+        warnings,
+    };
+    target
+        .hold(async |target| match &settings.source {
+            HeapSource::Existing(selection) => {
+                let run = Run::without_window(target, &settings.output_dir, "heap")?;
+                let t = Instant::now();
+                let obtained = discard_on_error(&run, existing_dumps(target, selection).await)?;
+                work.timings
+                    .insert("obtain".to_string(), t.elapsed().as_millis() as u64);
+                work.render(&run, obtained, interrupts).await
+            }
+            HeapSource::Window(window) => {
+                target
+                    .in_workdir(
+                        async |workdir| {
+                            let run = Run::new(target, workdir, &settings.output_dir, "heap")?;
+                            let t = Instant::now();
+                            let fresh =
+                                window::fresh_dumps(&run, *window, &settings.signal, interrupts)
+                                    .await;
+                            let obtained = discard_on_error(&run, fresh)?;
+                            work.timings
+                                .insert("obtain".to_string(), t.elapsed().as_millis() as u64);
+                            work.render(&run, obtained, interrupts).await
+                        },
+                        async |_| {},
+                    )
+                    .await
+            }
+        })
+        .await
+}
 
-    let t = Instant::now();
-    let obtained = match &settings.source {
-        HeapSource::Existing(selection) => existing_dumps(&target, selection).await?,
-        HeapSource::Window(window) => {
-            fresh_dumps(&target, *window, &settings.signal, interrupts).await?
+/// Nothing is home before the dumps are: a failure to obtain them leaves no file.
+fn discard_on_error<T>(run: &Run<'_, Jemalloc>, result: Result<T>) -> Result<T> {
+    result.inspect_err(|_| run.stem.discard(HEAP_EXTENSIONS))
+}
+
+/// The capture's work once its dumps are chosen.
+struct Work<'a> {
+    settings: &'a HeapSettings,
+    timings: BTreeMap<String, u64>,
+    warnings: Vec<String>,
+}
+
+impl Work<'_> {
+    /// Brings the dumps home and renders them, raced against the target becoming unusable
+    /// and Ctrl-C. Once the dumps are home no failure deletes them: the manifest lists them
+    /// with what failed and how to render them again.
+    async fn render(
+        &mut self,
+        run: &Run<'_, Jemalloc>,
+        obtained: Obtained,
+        interrupts: &mut Interrupts,
+    ) -> Result<HeapOutcome> {
+        // A Ctrl-C not spent on ending the window: stop before copying anything.
+        if interrupts.pending() {
+            run.stem.discard(HEAP_EXTENSIONS);
+            return Err(Error::Interrupted);
         }
-    };
-    timings.insert("obtain".to_string(), t.elapsed().as_millis() as u64);
-    // A Ctrl-C not spent on ending the window: stop before writing anything.
-    if interrupts.pending() {
-        return Err(Error::Interrupted);
-    }
-
-    // Every check passed: from here on, files are written.
-    let dir = store::container_dir(&settings.output_dir, &target.container.name);
-    let stem = Stem::reserve(&dir, "heap", Local::now())?;
-    let mut downloaded = Vec::new();
-    let result = tokio::select! {
-        r = analyse(&target, &obtained, settings, &stem, &mut downloaded, &mut timings, &mut warnings) => r,
-        _ = interrupts.next() => Err(Error::Interrupted),
-    };
-    match result {
-        Ok((manifest, manifest_path, files, report)) => Ok(HeapOutcome {
+        let target = run.target;
+        let base = || {
+            let mut manifest = manifest_for(
+                target,
+                ManifestBase {
+                    kind: "heap",
+                    typed_target: &self.settings.target,
+                    engine: "jemalloc",
+                    tool: Default::default(),
+                    window: obtained.window.unwrap_or_default(),
+                    requested: obtained.window.unwrap_or_default(),
+                    interrupted: obtained.interrupted,
+                },
+            );
+            if let Some(recording) = &obtained.recording {
+                recording.stamp(&mut manifest);
+            }
+            manifest.notes.push(obtained.how.clone());
+            manifest
+        };
+        let names: Vec<String> = obtained
+            .merged
+            .iter()
+            .map(|d| d.path.clone().unwrap_or_else(|| d.name.clone()))
+            .collect();
+        let container = target.container.name.as_str();
+        let nothing_home = Again::Heap {
+            container,
+            names: names.clone(),
+            local: Vec::new(),
+        };
+        let t = Instant::now();
+        let local_names = run
+            .after_window(
+                report::download_dumps(target, &obtained, run.stem.dir()),
+                "copy the dumps out",
+                "copying the dumps out",
+                &nothing_home,
+                base,
+                || {},
+                interrupts,
+            )
+            .await?;
+        self.timings
+            .insert("download_dumps".to_string(), t.elapsed().as_millis() as u64);
+        let home = Again::Heap {
+            container,
+            names,
+            local: obtained
+                .merged
+                .iter()
+                .filter_map(|d| local_names.get(&d.name))
+                .map(|local| run.stem.dir().join(local))
+                .collect(),
+        };
+        let (manifest, manifest_path, files, report) = run
+            .after_window(
+                analyse(
+                    target,
+                    &obtained,
+                    &local_names,
+                    self.settings,
+                    &run.stem,
+                    &mut self.timings,
+                    &mut self.warnings,
+                ),
+                "render the dumps",
+                "rendering the dumps",
+                &home,
+                base,
+                || {},
+                interrupts,
+            )
+            .await?;
+        Ok(HeapOutcome {
             manifest,
             manifest_path,
             files,
-            warnings,
+            warnings: std::mem::take(&mut self.warnings),
             report,
-        }),
-        Err(e) => {
-            stem.discard(HEAP_EXTENSIONS);
-            for path in downloaded {
-                let _ = std::fs::remove_file(path);
-            }
-            Err(e)
-        }
+        })
     }
 }
 
 /// Connects, resolves the container, finds the process (no perf needed) and reads its
 /// jemalloc settings from every source it has (see `Enablement`); fails when profiling is
 /// not seen on, unless `require_on` is false (`--files`: the user names the dumps).
-async fn find_heap_target(
-    located: super::Located,
-    signal: u32,
-    require_on: bool,
-) -> Result<HeapTarget> {
-    let super::Located {
+async fn probe_jemalloc(located: &Located, signal: u32, require_on: bool) -> Result<Jemalloc> {
+    let Located {
         container,
         shell,
         process,
-        process_facts,
-        runtime,
         ..
     } = located;
     let probe = shell.sh(&jemalloc_probe_script(process.pid)).await?;
@@ -201,7 +308,7 @@ async fn find_heap_target(
     // The binary's compiled-in options cost a copy of the binary: read only when the
     // cheaper sources leave profiling off without saying prof:false.
     if !enablement.conf().profiling() && !enablement.says_off() {
-        if let Some(compiled) = compiled_conf_of(&shell, &container, process.pid).await {
+        if let Some(compiled) = compiled_conf_of(shell, container, process.pid).await {
             if let Some((symbol, text)) = compiled.early {
                 enablement.add_first(format!("the binary's {symbol}"), text);
             }
@@ -215,7 +322,7 @@ async fn find_heap_target(
     if !conf.profiling() && !enablement.says_off() {
         // Dumps this very process wrote prove that its profiling is on, whatever its
         // settings read now.
-        let own = dumps::listing_of(&shell, &dump_dir, &dump_base)
+        let own = dumps::listing_of(shell, &dump_dir, &dump_base)
             .await
             .unwrap_or_default()
             .into_iter()
@@ -258,14 +365,9 @@ async fn find_heap_target(
             process.pid
         );
     }
-    Ok(HeapTarget {
+    Ok(Jemalloc {
         catches_signal: facts.sigcgt.as_deref().is_some_and(|m| catches(m, signal)),
         process_started: facts.process_started(),
-        shell,
-        container,
-        process,
-        process_facts,
-        runtime,
         conf_variable: enablement.source_names().unwrap_or(variable),
         conf_text: enablement.text(),
         conf,

@@ -5,7 +5,6 @@
 use super::dumps::{dump_names, fetch_dump};
 use super::{HeapTarget, Obtained, HEAP_EXTENSIONS, REPORT_ROWS};
 use crate::capture::manifest::identity;
-use crate::capture::session::instant_text;
 use crate::docker::binary::{self, Fetched};
 use crate::error::{Error, Result};
 use crate::profile::heap::parse::{parse_dump, HeapDump, Measure};
@@ -46,31 +45,27 @@ fn window_growth(
     Some((end.header_total(measure).1 - start.header_total(measure).1).round() as i64)
 }
 
-/// Downloads, parses, symbolizes and writes everything. `downloaded` collects the dump
-/// files written, so a failure can remove them.
+/// Parses, symbolizes and writes everything, the dumps being home (`local_names`: each
+/// dump's file name in the stem's directory).
 pub(super) async fn analyse(
     target: &HeapTarget,
     obtained: &Obtained,
+    local_names: &HashMap<String, String>,
     settings: &HeapSettings,
     stem: &Stem,
-    downloaded: &mut Vec<PathBuf>,
     timings: &mut BTreeMap<String, u64>,
     warnings: &mut Vec<String>,
 ) -> Result<(Manifest, PathBuf, Vec<(PathBuf, u64)>, String)> {
     let dir = stem.dir().to_path_buf();
     let t = Instant::now();
-    let local_names = download_dumps(target, obtained, &dir, downloaded).await?;
-    timings.insert("download_dumps".to_string(), t.elapsed().as_millis() as u64);
-
-    let t = Instant::now();
-    let parsed = parse_dumps(obtained, &dir, &local_names)?;
+    let parsed = parse_dumps(obtained, &dir, local_names)?;
     timings.insert("parse".to_string(), t.elapsed().as_millis() as u64);
     let dump_refs: Vec<&HeapDump> = parsed.iter().collect();
     if settings.measure == Measure::Allocated && !dump_refs.iter().any(|d| d.has_accumulated()) {
         return Err(Error::Usage(format!(
             "--alloc: the dumps have no accumulated counts (written without prof_accum:true); drop --alloc, or add \
              prof_accum:true to {} and restart the process",
-            target.conf_variable
+            target.ready.conf_variable
         )));
     }
 
@@ -98,7 +93,7 @@ pub(super) async fn analyse(
         return Err(Error::HeapNoDumps {
             container: target.container.name.clone(),
             what: format!("the dumps hold no {} bytes", settings.measure.label()),
-            dir: target.dump_dir.clone(),
+            dir: target.ready.dump_dir.clone(),
             hint: "the process had nothing sampled yet; let it run longer, or lower lg_prof_sample"
                 .into(),
         });
@@ -116,7 +111,7 @@ pub(super) async fn analyse(
 
     let done = Analysed {
         dir: &dir,
-        local_names: &local_names,
+        local_names,
         parsed: &parsed,
         profile: &profile,
         stats: &stats,
@@ -134,13 +129,12 @@ pub(super) async fn analyse(
     Ok((manifest, manifest_path, files, report))
 }
 
-/// Copies the dumps out of the container into `dir`; `downloaded` collects the files
-/// written. Returns each dump's local file name.
-async fn download_dumps(
+/// Copies the dumps out of the container into `dir`. Returns each dump's local file name.
+/// Should one copy fail, the copies this call made go: the recording is not home.
+pub(super) async fn download_dumps(
     target: &HeapTarget,
     obtained: &Obtained,
     dir: &Path,
-    downloaded: &mut Vec<PathBuf>,
 ) -> Result<HashMap<String, String>> {
     let spinner = progress::spinner(&format!(
         "copying {} dump(s) out of {}",
@@ -148,14 +142,23 @@ async fn download_dumps(
         target.container.name
     ));
     let mut local_names: HashMap<String, String> = HashMap::new();
+    let mut downloaded: Vec<PathBuf> = Vec::new();
     for d in &obtained.collected {
-        let (local, fresh) = fetch_dump(target, d, dir)
-            .await
-            .inspect_err(|_| spinner.finish_and_clear())?;
-        if fresh {
-            downloaded.push(dir.join(&local));
+        match fetch_dump(target, d, dir).await {
+            Ok((local, fresh)) => {
+                if fresh {
+                    downloaded.push(dir.join(&local));
+                }
+                local_names.insert(d.name.clone(), local);
+            }
+            Err(e) => {
+                spinner.finish_and_clear();
+                for path in downloaded {
+                    let _ = std::fs::remove_file(path);
+                }
+                return Err(e);
+            }
         }
-        local_names.insert(d.name.clone(), local);
     }
     spinner.finish_and_clear();
     Ok(local_names)
@@ -292,10 +295,8 @@ impl Analysed<'_> {
         if let Some(svg) = &plot {
             write_text(&stem.path(plot::HEAP_PLOT), svg)?;
         }
-        if let Some((start, stop)) = obtained.instants {
-            manifest.window_started_at = Some(instant_text(&start));
-            manifest.window_stopped_at = Some(instant_text(&stop));
-            manifest.session = crate::capture::gate::session_name();
+        if let Some(recording) = &obtained.recording {
+            recording.stamp(&mut manifest);
         }
         let mut files: Vec<(PathBuf, u64)> = obtained
             .collected
@@ -419,9 +420,9 @@ pub(super) fn heap_manifest(
     let record = HeapRecord {
         measure: settings.measure.label().to_string(),
         how: obtained.how.clone(),
-        conf_variable: target.conf_variable.clone(),
-        conf: target.conf_text.clone(),
-        dump_dir: target.dump_dir.clone(),
+        conf_variable: target.ready.conf_variable.clone(),
+        conf: target.ready.conf_text.clone(),
+        dump_dir: target.ready.dump_dir.clone(),
         dumps: obtained
             .merged
             .iter()

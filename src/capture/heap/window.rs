@@ -1,0 +1,339 @@
+//! Fresh dumps over a window, through the capture lifecycle (`Run`): the window's recorder
+//! is a small shell in the target's container, run as the process's user, that sends the
+//! dump signal when the window opens and again when it ends (its own timer, the session's
+//! armed stop, Ctrl-C). So a heap window waits at the session's gate, is released and
+//! stopped with the other recorders, is watched for the target stopping, follows the log's
+//! markers and states its real edges like every capture. Interval dumps written meanwhile
+//! are collected too. After the window, the dumps are awaited until the end dump settles.
+
+use super::dumps::dumps_since_process_start;
+use super::{HeapTarget, Obtained, DUMP_WAIT, POLL};
+use crate::capture::run::Run;
+use crate::docker::ContainerShell;
+use crate::error::{Error, Result};
+use crate::profile::heap::dumps::{DumpFile, DumpKind, Signal};
+use crate::signals::Interrupts;
+use std::time::{Duration, Instant};
+
+/// The recorder's exit status when the signal at the window's start could not be sent.
+const START_SIGNAL_FAILED: i64 = 3;
+/// The same for the signal at its end.
+const END_SIGNAL_FAILED: i64 = 4;
+
+/// The window's recorder: `sh -c SCRIPT sh PID SIGNAL SECONDS ASK WORKDIR/` (ASK 1: send
+/// SIGNAL at both edges; 0: interval dumps only, the window just waits). Its command line
+/// names the workdir, which is how a stop knows it for the capture's recorder; it names
+/// itself in /proc/self/comm so that a stop can tell it from the shell that started it;
+/// and it ends the window on SIGINT or SIGTERM by sending the end signal.
+pub(super) fn window_argv(
+    pid: u32,
+    signal: u32,
+    window: Duration,
+    ask: bool,
+    workdir: &str,
+) -> Vec<String> {
+    const SCRIPT: &str = "pid=$1 sig=$2 secs=$3 ask=$4 s=; cd \"$5\" || exit 5; \
+        printf devprof-heap > /proc/$$/comm 2>/dev/null; \
+        end() { [ -n \"$s\" ] && kill \"$s\" 2>/dev/null; \
+          if [ \"$ask\" = 1 ]; then kill -\"$sig\" \"$pid\" || exit 4; fi; exit 0; }; \
+        trap end INT TERM; \
+        if [ \"$ask\" = 1 ]; then kill -\"$sig\" \"$pid\" || exit 3; fi; \
+        sleep \"$secs\" & s=$!; wait \"$s\"; end";
+    [
+        "sh",
+        "-c",
+        SCRIPT,
+        "sh",
+        &pid.to_string(),
+        &signal.to_string(),
+        &format!("{:.3}", window.as_secs_f64()),
+        if ask { "1" } else { "0" },
+        &format!("{}/", workdir.trim_end_matches('/')),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Over the window: the signal at the start and the end (when the process catches it),
+/// interval dumps meanwhile. The newest fresh dump is rendered; all are collected.
+pub(super) async fn fresh_dumps(
+    run: &Run<'_, super::Jemalloc>,
+    window: Duration,
+    signal: &Signal,
+    interrupts: &mut Interrupts,
+) -> Result<Obtained> {
+    let target = run.target;
+    let jemalloc = &target.ready;
+    let signal_name = signal.name.as_str();
+    let pid = target.process.pid;
+    let interval = jemalloc.conf.lg_interval();
+    if !jemalloc.catches_signal && interval.is_none() {
+        return Err(Error::HeapDumpUnavailable {
+            container: target.container.name.clone(),
+            pid,
+            detail: format!(
+                "it does not catch SIG{signal_name} (sending it would kill it) and interval dumps are off (no lg_prof_interval in {})",
+                jemalloc.conf_variable
+            ),
+            hint: format!(
+                "either have the program call jemalloc's prof.dump on SIG{signal_name} (DEVPROF_HEAP_DUMP_SIGNAL names another signal), \
+                 or add lg_prof_interval:N to {} (a dump per 2^N allocated bytes; restart needed), \
+                 or render dumps it already wrote: `devprof heap {} --latest`",
+                jemalloc.conf_variable, target.container.name
+            ),
+        });
+    }
+    let before = dumps_since_process_start(target).await?;
+    let before_max = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
+    let argv = window_argv(
+        pid,
+        signal.number,
+        window,
+        jemalloc.catches_signal,
+        run.workdir,
+    );
+    let label = format!("heap dumps of {} (pid {pid})", target.container.name);
+    let notes = match (jemalloc.catches_signal, interval) {
+        (true, Some(n)) => vec![format!(
+            "SIG{signal_name} at the start and the end, interval dumps every 2^{n} bytes"
+        )],
+        (true, None) => vec![format!("SIG{signal_name} at the start and the end")],
+        (false, Some(n)) => vec![format!(
+            "interval dumps every 2^{n} bytes (the process does not catch SIG{signal_name})"
+        )],
+        (false, None) => unreachable!("checked above"),
+    };
+    // The signal acts for the process's user: it is sent as that user, never as root.
+    let user = target.process_facts.exec_user();
+    if let Some(user) = &user {
+        let owned = target.shell.run(&["chown", user, run.workdir]).await?;
+        if !owned.success() {
+            return Err(Error::HeapDumpUnavailable {
+                container: target.container.name.clone(),
+                pid,
+                detail: format!(
+                    "chown {user} {} failed: {}",
+                    run.workdir,
+                    owned.stderr.trim()
+                ),
+                hint:
+                    "the window's helper runs as the process's user in a private directory of /tmp"
+                        .into(),
+            });
+        }
+    }
+    let mut recorder = run.window(&argv, window, &label, &notes, false);
+    recorder.user = user.as_deref();
+    let recording = run.record(&recorder, interrupts).await?;
+    let unavailable = |detail: String| {
+        Error::HeapDumpUnavailable {
+        container: target.container.name.clone(),
+        pid,
+        detail,
+        hint: format!(
+            "check that the process may write to {} (prof_prefix in {}), and that the program calls jemalloc's \
+             prof.dump on SIG{signal_name}; its log may say why (`docker logs {}`)",
+            jemalloc.dump_dir, jemalloc.conf_variable, target.container.name
+        ),
+    }
+    };
+    match recording.output.exit_code {
+        Some(code @ (START_SIGNAL_FAILED | END_SIGNAL_FAILED)) => {
+            let edge = if code == START_SIGNAL_FAILED {
+                "start"
+            } else {
+                "end"
+            };
+            return Err(unavailable(format!(
+                "sending SIG{signal_name} to pid {pid} at the window's {edge} failed: {}",
+                recording.output.stderr.trim()
+            )));
+        }
+        _ if recording.process_exited.is_some() => {
+            return Err(unavailable(
+                "the process exited during the window; its end dump cannot come".into(),
+            ));
+        }
+        _ => {}
+    }
+    let expected = if jemalloc.catches_signal { 2 } else { 0 };
+    let (fresh, settled) = settled_dumps(target, before_max, expected).await?;
+    let Some(newest) = fresh.last().cloned() else {
+        return Err(if jemalloc.catches_signal {
+            unavailable(format!(
+                "no new dump appeared in {} within {} s of SIG{signal_name}",
+                jemalloc.dump_dir,
+                DUMP_WAIT.as_secs()
+            ))
+        } else {
+            Error::HeapDumpUnavailable {
+                container: target.container.name.clone(),
+                pid,
+                detail: format!(
+                    "no interval dump was written in the {:.0} s window (one comes every 2^{} allocated bytes)",
+                    recording.window.as_secs_f64(),
+                    interval.unwrap_or(0)
+                ),
+                hint: "lengthen the window or lower lg_prof_interval, or have the program call prof.dump on a signal".into(),
+            }
+        });
+    };
+    let intervals = fresh
+        .iter()
+        .filter(|d| matches!(d.kind, DumpKind::Interval(_)))
+        .count();
+    let mut how = match (jemalloc.catches_signal, intervals) {
+        (true, 0) => format!("SIG{signal_name} at the start and the end of the window (the program calls prof.dump); the end dump is rendered"),
+        (true, n) => format!("SIG{signal_name} at the start and the end of the window, and {n} interval dumps; the end dump is rendered"),
+        (false, n) => format!("{n} interval dumps written in the window (lg_prof_interval); the newest is rendered"),
+    };
+    if !settled {
+        how.push_str(&format!(
+            "; the dumps had not all appeared and settled within {} s: the newest that did is rendered",
+            DUMP_WAIT.as_secs()
+        ));
+    }
+    Ok(Obtained {
+        collected: fresh,
+        merged: vec![newest],
+        how,
+        window: Some(recording.window),
+        interrupted: recording.interrupted,
+        recording: Some(recording),
+    })
+}
+
+/// The dumps of the window: the process's dumps newer than `before_max`, oldest first, up
+/// to the first listing that holds the `expected` dumps asked for (`prof.dump`: the start
+/// and the end one), once none of them grows any more. Later ones (a busy process writes
+/// interval dumps on) are not the window's. With whether that happened within `DUMP_WAIT`
+/// (if not, what did land).
+async fn settled_dumps(
+    target: &HeapTarget,
+    before_max: Option<u64>,
+    expected: usize,
+) -> Result<(Vec<DumpFile>, bool)> {
+    let pid = target.process.pid;
+    let deadline = Instant::now() + DUMP_WAIT;
+    let mut last: Option<u64> = None;
+    let mut previous: Vec<DumpFile> = Vec::new();
+    loop {
+        let mut fresh: Vec<DumpFile> = dumps_since_process_start(target)
+            .await?
+            .into_iter()
+            .filter(|d| d.pid == pid && before_max.is_none_or(|m| d.seq > m))
+            .collect();
+        fresh.sort_by_key(|d| d.seq);
+        let asked = fresh
+            .iter()
+            .filter(|d| matches!(d.kind, DumpKind::Manual(_)))
+            .count();
+        if last.is_none() && asked >= expected {
+            match fresh.last() {
+                Some(newest) => last = Some(newest.seq),
+                // Nothing asked for and nothing written: the window has no dump.
+                None => return Ok((fresh, true)),
+            }
+        }
+        if let Some(last) = last {
+            fresh.retain(|d| d.seq <= last);
+        }
+        // Settled: the same files with the same sizes in two listings in a row.
+        let unchanged = |d: &DumpFile| {
+            d.size > 0
+                && previous
+                    .iter()
+                    .any(|p| p.name == d.name && p.size == d.size)
+        };
+        if last.is_some() && fresh.iter().all(unchanged) {
+            return Ok((fresh, true));
+        }
+        if Instant::now() > deadline {
+            // Those whole by now: a dump still being written cannot be read.
+            let whole = fresh.iter().filter(|d| unchanged(d)).cloned().collect();
+            return Ok((whole, false));
+        }
+        previous = fresh;
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recorder script as the container's shell runs it: the signal at both edges to
+    /// the pid, the window from its own timer, and the end signal on SIGINT too.
+    #[test]
+    fn the_window_script_signals_the_process_at_both_edges_and_on_a_stop() {
+        let argv = window_argv(41, 12, Duration::from_millis(1500), true, "/tmp/devprof.x");
+        assert_eq!(&argv[..2], ["sh", "-c"]);
+        assert_eq!(
+            &argv[3..],
+            ["sh", "41", "12", "1.500", "1", "/tmp/devprof.x/"]
+        );
+        let script = &argv[2];
+        assert!(script.contains("trap end INT TERM"), "{script}");
+        assert!(
+            script.contains("kill -\"$sig\" \"$pid\" || exit 3"),
+            "{script}"
+        );
+        assert!(
+            script.contains("kill -\"$sig\" \"$pid\" || exit 4"),
+            "{script}"
+        );
+        let quiet = window_argv(41, 12, Duration::from_secs(2), false, "/tmp/devprof.x");
+        assert_eq!(quiet[7], "0");
+    }
+
+    /// Run by this host's `sh` as the record script starts it (its pidfile, then `exec`):
+    /// the script signals the pid at the start, and once more when the capture's own stop
+    /// (`stop_script`, as on Ctrl-C) ends it early, then exits 0. Regression: its command
+    /// line did not name the workdir, so the stop did not know it and Ctrl-C waited out
+    /// the window.
+    #[test]
+    fn the_window_script_sends_the_end_signal_when_the_capture_stops_it() {
+        use crate::capture::armed_stop::stop_script;
+        use std::process::{Command, Stdio};
+        let mut target = Command::new("sh")
+            .args([
+                "-c",
+                "n=0; trap 'n=$((n+1)); echo $n' USR2; while :; do sleep 0.05; done",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let dir = tempfile::tempdir().unwrap();
+        let workdir = dir.path().display().to_string();
+        let argv = window_argv(target.id(), 12, Duration::from_secs(30), true, &workdir);
+        let start = format!(
+            "echo $$ > {}/{}; exec \"$@\"",
+            workdir,
+            crate::capture::RECORDER_PIDFILE
+        );
+        let mut window = Command::new("sh")
+            .args(["-c", &start, "sh"])
+            .args(&argv)
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let started = Instant::now();
+        let stop = Command::new("sh")
+            .args(["-c", &stop_script(&workdir)])
+            .status()
+            .unwrap();
+        assert!(stop.success(), "the stop did not know the recorder");
+        let status = window.wait().unwrap();
+        assert!(status.success(), "{status:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "the stop was not prompt"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = target.kill();
+        let out = target.wait_with_output().unwrap();
+        let lines = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(lines.lines().collect::<Vec<_>>(), ["1", "2"], "{lines}");
+    }
+}
