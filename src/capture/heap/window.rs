@@ -68,20 +68,7 @@ pub(super) async fn fresh_dumps(
     let pid = target.process.pid;
     let interval = jemalloc.conf.lg_interval();
     if !jemalloc.catches_signal && interval.is_none() {
-        return Err(Error::HeapDumpUnavailable {
-            container: target.container.name.clone(),
-            pid,
-            detail: format!(
-                "it does not catch SIG{signal_name} (sending it would kill it) and interval dumps are off (no lg_prof_interval in {})",
-                jemalloc.conf_variable
-            ),
-            hint: format!(
-                "either have the program call jemalloc's prof.dump on SIG{signal_name} (DEVPROF_HEAP_DUMP_SIGNAL names another signal), \
-                 or add lg_prof_interval:N to {} (a dump per 2^N allocated bytes; restart needed), \
-                 or render dumps it already wrote: `devprof heap {} --latest`",
-                jemalloc.conf_variable, target.container.name
-            ),
-        });
+        return Err(no_way_to_dump(target, signal_name));
     }
     let before = dumps_since_process_start(target).await?;
     let before_max = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
@@ -182,7 +169,39 @@ pub(super) async fn fresh_dumps(
         .iter()
         .filter(|d| matches!(d.kind, DumpKind::Interval(_)))
         .count();
-    let mut how = match (jemalloc.catches_signal, intervals) {
+    let how = how(jemalloc.catches_signal, intervals, signal_name, settled);
+    Ok(Obtained {
+        collected: fresh,
+        merged: vec![newest],
+        how,
+        window: Some(recording.window),
+        interrupted: recording.interrupted,
+        recording: Some(recording),
+    })
+}
+
+/// The process neither catches the dump signal nor writes interval dumps.
+fn no_way_to_dump(target: &HeapTarget, signal_name: &str) -> Error {
+    let jemalloc = &target.ready;
+    Error::HeapDumpUnavailable {
+        container: target.container.name.clone(),
+        pid: target.process.pid,
+        detail: format!(
+            "it does not catch SIG{signal_name} (sending it would kill it) and interval dumps are off (no lg_prof_interval in {})",
+            jemalloc.conf_variable
+        ),
+        hint: format!(
+            "either have the program call jemalloc's prof.dump on SIG{signal_name} (DEVPROF_HEAP_DUMP_SIGNAL names another signal), \
+             or add lg_prof_interval:N to {} (a dump per 2^N allocated bytes; restart needed), \
+             or render dumps it already wrote: `devprof heap {} --latest`",
+            jemalloc.conf_variable, target.container.name
+        ),
+    }
+}
+
+/// How the window's dumps were obtained, for the report and the manifest.
+fn how(catches_signal: bool, intervals: usize, signal_name: &str, settled: bool) -> String {
+    let mut how = match (catches_signal, intervals) {
         (true, 0) => format!("SIG{signal_name} at the start and the end of the window (the program calls prof.dump); the end dump is rendered"),
         (true, n) => format!("SIG{signal_name} at the start and the end of the window, and {n} interval dumps; the end dump is rendered"),
         (false, n) => format!("{n} interval dumps written in the window (lg_prof_interval); the newest is rendered"),
@@ -193,14 +212,7 @@ pub(super) async fn fresh_dumps(
             DUMP_WAIT.as_secs()
         ));
     }
-    Ok(Obtained {
-        collected: fresh,
-        merged: vec![newest],
-        how,
-        window: Some(recording.window),
-        interrupted: recording.interrupted,
-        recording: Some(recording),
-    })
+    how
 }
 
 /// The dumps of the window: the process's dumps newer than `before_max`, oldest first, up
