@@ -950,7 +950,9 @@ fn a_dump_home_that_cannot_be_rendered_is_kept_with_the_command_to_render_it_aga
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("the recording is kept"), "{stderr}");
     assert!(
-        stderr.contains(&format!("devprof heap {DEMO_SEQ} --files {path}")),
+        stderr.contains(&format!(
+            "devprof --output-dir profiling heap {DEMO_SEQ} --files {path}"
+        )),
         "{stderr}"
     );
     let store = cwd.path().join("profiling").join(DEMO_SEQ);

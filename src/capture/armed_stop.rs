@@ -53,12 +53,15 @@ const STOP_ARMED_MARKER: &str = "devprof-stop-armed";
 impl ArmedStop {
     /// Arms a stop for the instant `end` will hold (set when the gate opens; never set,
     /// the stop waits until it is withdrawn). `endpoint_clock`: how far the container's
-    /// clock runs ahead of this host's, added to the instant it is told.
+    /// clock runs ahead of this host's, added to the instant it is told. `controlled`: the
+    /// recorder is a perf with a control fifo, disabled first; only then is the fifo
+    /// touched (another recorder's workdir may be its user's, where root opens nothing).
     pub fn arm(
         shell: &Shell,
         workdir: &str,
         mut end: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
         endpoint_clock: chrono::TimeDelta,
+        controlled: bool,
     ) -> ArmedStop {
         let shell = shell.clone();
         let workdir = workdir.to_string();
@@ -77,13 +80,17 @@ impl ArmedStop {
                     _ => std::future::pending::<String>().await,
                 }
             };
+            let disable = if controlled {
+                let ctl = quote(&format!("{workdir}/{CONTROL_FIFO}"));
+                format!("[ -p {ctl} ] && echo disable 1<> {ctl}; ")
+            } else {
+                String::new()
+            };
             let script = format!(
                 "{WAIT_UNTIL_FN}{recorder}echo {STOP_ARMED_MARKER}; read _go || exit 0; \
-                 {wait}[ -p {ctl} ] && echo disable 1<> {ctl}; \
-                 recorder && kill -INT \"$p\" 2>/dev/null; exit 0",
+                 {wait}{disable}recorder && kill -INT \"$p\" 2>/dev/null; exit 0",
                 recorder = recorder_pid_fn(&workdir),
                 wait = wait_for_release(&format!("sleep {}", RELEASE_LEAD.as_secs_f64())),
-                ctl = quote(&format!("{workdir}/{CONTROL_FIFO}")),
             );
             let (sink, _unread) = mpsc::channel::<Bytes>(1);
             let (running, _) = tokio::sync::oneshot::channel::<()>();

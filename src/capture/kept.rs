@@ -8,7 +8,7 @@ use super::session::ARTIFACT_EXTENSIONS;
 use crate::error::Error;
 use crate::settings::CallGraph;
 use crate::store::{Manifest, Stem};
-use crate::text::first_line;
+use crate::text::{first_line, shell_word};
 use std::path::PathBuf;
 
 /// How a kept recording is analysed again, by the commands devprof offers.
@@ -21,11 +21,11 @@ pub enum Again<'a> {
     /// An off-CPU capture: its events summarized from perf.data, locally.
     Summarize,
     /// A heap capture: its dumps, copied home into the container's store directory
-    /// (`local`), rendered again by their names in the container (`names`, for `--files`;
-    /// the copies here are reused).
+    /// (`local`: every copy of the capture), rendered again from the container by their
+    /// paths there (`paths`, for `--files`; the copies in the store are reused).
     Heap {
         container: &'a str,
-        names: Vec<String>,
+        paths: Vec<String>,
         local: Vec<PathBuf>,
     },
 }
@@ -50,8 +50,17 @@ impl Again<'_> {
             } => format!("perf script -i {data} --symfs ROOT | devprof fold - {out}"),
             Again::Summarize => format!("devprof summarize {data}"),
             Again::Heap {
-                container, names, ..
-            } => format!("devprof heap {container} --files {}", names.join(",")),
+                container, paths, ..
+            } => {
+                // The store the copies are in: `<output dir>/<container>/`.
+                let output_dir = stem.dir().parent().unwrap_or(stem.dir());
+                format!(
+                    "devprof --output-dir {} heap {} --files {}",
+                    shell_word(&output_dir.display().to_string()),
+                    shell_word(container),
+                    shell_word(&paths.join(","))
+                )
+            }
         }
     }
 
@@ -244,7 +253,7 @@ mod tests {
         std::fs::write(stem.path("folded"), b"half").unwrap();
         let again = Again::Heap {
             container: "demo-seq",
-            names: vec!["jeprof.7.3.m1.heap".into()],
+            paths: vec!["/profiling/jeprof.7.3.m1.heap".into()],
             local: vec![dump.clone(), dir.path().join("never-copied.heap")],
         };
         let failure = Error::HeapDumpInvalid {
@@ -255,7 +264,10 @@ mod tests {
         assert!(dump.is_file() && !stem.path("folded").exists());
         assert!(text.contains("the recording is kept"), "{text}");
         assert!(
-            text.contains("devprof heap demo-seq --files jeprof.7.3.m1.heap"),
+            text.contains(&format!(
+                "devprof --output-dir {} heap demo-seq --files /profiling/jeprof.7.3.m1.heap",
+                dir.path().parent().unwrap().display()
+            )),
             "{text}"
         );
         let (_, mut files) = written_manifest(&stem);
@@ -272,7 +284,7 @@ mod tests {
         let stem = Stem::reserve(dir.path(), "heap", Local::now()).unwrap();
         let again = Again::Heap {
             container: "demo-seq",
-            names: vec!["jeprof.7.3.m1.heap".into()],
+            paths: vec!["/profiling/jeprof.7.3.m1.heap".into()],
             local: Vec::new(),
         };
         let err = keep_on_interrupt(&stem, Manifest::default(), "copying the dumps out", &again);

@@ -274,7 +274,15 @@ pub async fn record(
     let (stop_at, stop_when) = tokio::sync::watch::channel(None);
     let armed =
         ((gate::in_session() || controlled) && !window.until_command_ends && !window.stops_itself)
-            .then(|| ArmedStop::arm(shell, workdir, stop_when, gate::endpoint_clock_offset()));
+            .then(|| {
+                ArmedStop::arm(
+                    shell,
+                    workdir,
+                    stop_when,
+                    gate::endpoint_clock_offset(),
+                    controlled,
+                )
+            });
     let opened = tokio::select! {
         opened = gate::wait_for_start() => opened,
         _ = interrupts.next() => {

@@ -6,6 +6,32 @@ pub fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
+/// `word` as it is typed in a command shown to a user: bare when it holds only characters
+/// no shell treats specially, else single-quoted, and with a control character (which
+/// could forge a line of the message it is shown in) as bash's `$'\xHH'`.
+pub fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./,:=@%+-".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_string();
+    }
+    if !word.chars().any(char::is_control) {
+        return quote(word);
+    }
+    let mut out = String::from("$'");
+    for c in word.chars() {
+        match c {
+            '\'' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32 & 0xff)),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// At most `max` characters, with `…` when cut.
 pub fn truncate(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -115,6 +141,18 @@ pub fn is_permission_error(stderr: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shell_word_is_bare_quoted_or_escaped_as_it_needs() {
+        assert_eq!(
+            shell_word("/tmp/jeprof.7.3.m1.heap"),
+            "/tmp/jeprof.7.3.m1.heap"
+        );
+        assert_eq!(shell_word("a;reboot;$(x)"), "'a;reboot;$(x)'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word("a\nerror: b'"), r"$'a\x0aerror: b\''");
+        assert_eq!(shell_word(""), "''");
+    }
 
     #[test]
     fn a_bare_error_heading_takes_the_sentence_under_it() {

@@ -140,6 +140,7 @@ pub async fn run_heap(settings: &HeapSettings, interrupts: &mut Interrupts) -> R
                 work.render(&run, obtained, interrupts).await
             }
             HeapSource::Window(window) => {
+                window::check_can_dump(target, &settings.signal)?;
                 target
                     .in_workdir(
                         async |workdir| {
@@ -208,21 +209,28 @@ impl Work<'_> {
             manifest.notes.push(obtained.how.clone());
             manifest
         };
-        let names: Vec<String> = obtained
+        // The dumps by their paths in the container, for the command that renders them again.
+        let dump_dir = target.ready.dump_dir.trim_end_matches('/');
+        let paths: Vec<String> = obtained
             .merged
             .iter()
-            .map(|d| d.path.clone().unwrap_or_else(|| d.name.clone()))
+            .map(|d| {
+                d.path
+                    .clone()
+                    .unwrap_or_else(|| format!("{dump_dir}/{}", d.name))
+            })
             .collect();
         let container = target.container.name.as_str();
         let nothing_home = Again::Heap {
             container,
-            names: names.clone(),
+            paths: paths.clone(),
             local: Vec::new(),
         };
         let t = Instant::now();
-        let local_names = run
+        let mut copied = Vec::new();
+        let downloaded = run
             .after_window(
-                report::download_dumps(target, &obtained, run.stem.dir()),
+                report::download_dumps(target, &obtained, run.stem.dir(), &mut copied),
                 "copy the dumps out",
                 "copying the dumps out",
                 &nothing_home,
@@ -230,14 +238,20 @@ impl Work<'_> {
                 || {},
                 interrupts,
             )
-            .await?;
+            .await;
+        // Not all home: the copies made so far are no recording.
+        let local_names = downloaded.inspect_err(|_| {
+            for path in &copied {
+                let _ = std::fs::remove_file(path);
+            }
+        })?;
         self.timings
             .insert("download_dumps".to_string(), t.elapsed().as_millis() as u64);
         let home = Again::Heap {
             container,
-            names,
+            paths,
             local: obtained
-                .merged
+                .collected
                 .iter()
                 .filter_map(|d| local_names.get(&d.name))
                 .map(|local| run.stem.dir().join(local))

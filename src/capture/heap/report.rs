@@ -7,6 +7,7 @@ use super::{HeapTarget, Obtained, HEAP_EXTENSIONS, REPORT_ROWS};
 use crate::capture::manifest::identity;
 use crate::docker::binary::{self, Fetched};
 use crate::error::{Error, Result};
+use crate::profile::heap::dumps::DumpKind;
 use crate::profile::heap::parse::{parse_dump, HeapDump, Measure};
 use crate::profile::heap::report::{
     build_profile, own_sites, render_text, top_sites, HeapProfile, ReportHeader,
@@ -36,7 +37,13 @@ fn window_growth(
 ) -> Option<i64> {
     let end = end?;
     obtained.window?;
-    let first = obtained.collected.first()?;
+    // The start dump: the first asked for (interval dumps may come before it), else the
+    // first written in the window.
+    let first = obtained
+        .collected
+        .iter()
+        .find(|d| matches!(d.kind, DumpKind::Manual(_)))
+        .or(obtained.collected.first())?;
     if obtained.merged.iter().any(|d| d.name == first.name) {
         return None;
     }
@@ -129,12 +136,14 @@ pub(super) async fn analyse(
     Ok((manifest, manifest_path, files, report))
 }
 
-/// Copies the dumps out of the container into `dir`. Returns each dump's local file name.
-/// Should one copy fail, the copies this call made go: the recording is not home.
+/// Copies the dumps out of the container into `dir`. Returns each dump's local file name;
+/// `copied` collects the copies this call made, for the caller to remove should the
+/// capture end before they are all home (an error, the target stopping, Ctrl-C).
 pub(super) async fn download_dumps(
     target: &HeapTarget,
     obtained: &Obtained,
     dir: &Path,
+    copied: &mut Vec<PathBuf>,
 ) -> Result<HashMap<String, String>> {
     let spinner = progress::spinner(&format!(
         "copying {} dump(s) out of {}",
@@ -142,23 +151,14 @@ pub(super) async fn download_dumps(
         target.container.name
     ));
     let mut local_names: HashMap<String, String> = HashMap::new();
-    let mut downloaded: Vec<PathBuf> = Vec::new();
     for d in &obtained.collected {
-        match fetch_dump(target, d, dir).await {
-            Ok((local, fresh)) => {
-                if fresh {
-                    downloaded.push(dir.join(&local));
-                }
-                local_names.insert(d.name.clone(), local);
-            }
-            Err(e) => {
-                spinner.finish_and_clear();
-                for path in downloaded {
-                    let _ = std::fs::remove_file(path);
-                }
-                return Err(e);
-            }
+        let (local, fresh) = fetch_dump(target, d, dir)
+            .await
+            .inspect_err(|_| spinner.finish_and_clear())?;
+        if fresh {
+            copied.push(dir.join(&local));
         }
+        local_names.insert(d.name.clone(), local);
     }
     spinner.finish_and_clear();
     Ok(local_names)

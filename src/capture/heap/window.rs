@@ -8,12 +8,15 @@
 
 use super::dumps::dumps_since_process_start;
 use super::{HeapTarget, Obtained, DUMP_WAIT, POLL};
+use crate::capture::kept::Again;
 use crate::capture::run::Run;
 use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{DumpFile, DumpKind, Signal};
 use crate::signals::Interrupts;
-use std::time::{Duration, Instant};
+use crate::store::Manifest;
+use crate::ui::progress;
+use std::time::Duration;
 
 /// The recorder's exit status when the signal at the window's start could not be sent.
 const START_SIGNAL_FAILED: i64 = 3;
@@ -24,7 +27,8 @@ const END_SIGNAL_FAILED: i64 = 4;
 /// SIGNAL at both edges; 0: interval dumps only, the window just waits). Its command line
 /// names the workdir, which is how a stop knows it for the capture's recorder; it names
 /// itself in /proc/self/comm so that a stop can tell it from the shell that started it;
-/// and it ends the window on SIGINT or SIGTERM by sending the end signal.
+/// and it ends the window on SIGINT or SIGTERM by sending the end signal, once (a second
+/// stop while it ends is ignored).
 pub(super) fn window_argv(
     pid: u32,
     signal: u32,
@@ -34,11 +38,17 @@ pub(super) fn window_argv(
 ) -> Vec<String> {
     const SCRIPT: &str = "pid=$1 sig=$2 secs=$3 ask=$4 s=; cd \"$5\" || exit 5; \
         printf devprof-heap > /proc/$$/comm 2>/dev/null; \
-        end() { [ -n \"$s\" ] && kill \"$s\" 2>/dev/null; \
+        end() { trap '' INT TERM; [ -n \"$s\" ] && kill \"$s\" 2>/dev/null; \
           if [ \"$ask\" = 1 ]; then kill -\"$sig\" \"$pid\" || exit 4; fi; exit 0; }; \
         trap end INT TERM; \
         if [ \"$ask\" = 1 ]; then kill -\"$sig\" \"$pid\" || exit 3; fi; \
         sleep \"$secs\" & s=$!; wait \"$s\"; end";
+    // Whole seconds where the window is whole: not every `sleep` takes a fraction.
+    let seconds = if window.subsec_nanos() == 0 {
+        window.as_secs().to_string()
+    } else {
+        format!("{:.3}", window.as_secs_f64())
+    };
     [
         "sh",
         "-c",
@@ -46,12 +56,36 @@ pub(super) fn window_argv(
         "sh",
         &pid.to_string(),
         &signal.to_string(),
-        &format!("{:.3}", window.as_secs_f64()),
+        &seconds,
         if ask { "1" } else { "0" },
         &format!("{}/", workdir.trim_end_matches('/')),
     ]
     .map(String::from)
     .to_vec()
+}
+
+/// Before anything is made for the window: a process that neither catches the dump signal
+/// nor writes interval dumps cannot give a fresh dump.
+pub(super) fn check_can_dump(target: &HeapTarget, signal: &Signal) -> Result<()> {
+    let jemalloc = &target.ready;
+    if jemalloc.catches_signal || jemalloc.conf.lg_interval().is_some() {
+        return Ok(());
+    }
+    let signal_name = signal.name.as_str();
+    Err(Error::HeapDumpUnavailable {
+        container: target.container.name.clone(),
+        pid: target.process.pid,
+        detail: format!(
+            "it does not catch SIG{signal_name} (sending it would kill it) and interval dumps are off (no lg_prof_interval in {})",
+            jemalloc.conf_variable
+        ),
+        hint: format!(
+            "either have the program call jemalloc's prof.dump on SIG{signal_name} (DEVPROF_HEAP_DUMP_SIGNAL names another signal), \
+             or add lg_prof_interval:N to {} (a dump per 2^N allocated bytes; restart needed), \
+             or render dumps it already wrote: `devprof heap {} --latest`",
+            jemalloc.conf_variable, target.container.name
+        ),
+    })
 }
 
 /// Over the window: the signal at the start and the end (when the process catches it),
@@ -67,51 +101,6 @@ pub(super) async fn fresh_dumps(
     let signal_name = signal.name.as_str();
     let pid = target.process.pid;
     let interval = jemalloc.conf.lg_interval();
-    if !jemalloc.catches_signal && interval.is_none() {
-        return Err(no_way_to_dump(target, signal_name));
-    }
-    let before = dumps_since_process_start(target).await?;
-    let before_max = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
-    let argv = window_argv(
-        pid,
-        signal.number,
-        window,
-        jemalloc.catches_signal,
-        run.workdir,
-    );
-    let label = format!("heap dumps of {} (pid {pid})", target.container.name);
-    let notes = match (jemalloc.catches_signal, interval) {
-        (true, Some(n)) => vec![format!(
-            "SIG{signal_name} at the start and the end, interval dumps every 2^{n} bytes"
-        )],
-        (true, None) => vec![format!("SIG{signal_name} at the start and the end")],
-        (false, Some(n)) => vec![format!(
-            "interval dumps every 2^{n} bytes (the process does not catch SIG{signal_name})"
-        )],
-        (false, None) => unreachable!("checked above"),
-    };
-    // The signal acts for the process's user: it is sent as that user, never as root.
-    let user = target.process_facts.exec_user();
-    if let Some(user) = &user {
-        let owned = target.shell.run(&["chown", user, run.workdir]).await?;
-        if !owned.success() {
-            return Err(Error::HeapDumpUnavailable {
-                container: target.container.name.clone(),
-                pid,
-                detail: format!(
-                    "chown {user} {} failed: {}",
-                    run.workdir,
-                    owned.stderr.trim()
-                ),
-                hint:
-                    "the window's helper runs as the process's user in a private directory of /tmp"
-                        .into(),
-            });
-        }
-    }
-    let mut recorder = run.window(&argv, window, &label, &notes, false);
-    recorder.user = user.as_deref();
-    let recording = run.record(&recorder, interrupts).await?;
     let unavailable = |detail: String| {
         Error::HeapDumpUnavailable {
         container: target.container.name.clone(),
@@ -124,7 +113,49 @@ pub(super) async fn fresh_dumps(
         ),
     }
     };
+    // The signal acts for the process's user: it is sent as that user, never as root.
+    let Some(user) = target.process_facts.exec_user() else {
+        return Err(unavailable(format!(
+            "the user of pid {pid} is unknown, and the dump signal is sent only as the process's own user"
+        )));
+    };
+    let owned = target.shell.run(&["chown", &user, run.workdir]).await?;
+    if !owned.success() {
+        return Err(unavailable(format!(
+            "chown {user} {} failed (the window's helper runs as the process's user in a private directory of /tmp): {}",
+            run.workdir,
+            owned.stderr.trim()
+        )));
+    }
+    let before = dumps_since_process_start(target).await?;
+    let before_max = before.iter().filter(|d| d.pid == pid).map(|d| d.seq).max();
+    let argv = window_argv(
+        pid,
+        signal.number,
+        window,
+        jemalloc.catches_signal,
+        run.workdir,
+    );
+    let label = format!("heap dumps of {} (pid {pid})", target.container.name);
+    let notes = [match interval {
+        Some(n) if jemalloc.catches_signal => {
+            format!("SIG{signal_name} at the start and the end, interval dumps every 2^{n} bytes")
+        }
+        None => format!("SIG{signal_name} at the start and the end"),
+        Some(n) => format!(
+            "interval dumps every 2^{n} bytes (the process does not catch SIG{signal_name})"
+        ),
+    }];
+    let mut recorder = run.window(&argv, window, &label, &notes, false);
+    recorder.user = Some(&user);
+    let recording = run.record(&recorder, interrupts).await?;
+    if recording.process_exited.is_some() {
+        return Err(unavailable(
+            "the process exited during the window; its end dump cannot come".into(),
+        ));
+    }
     match recording.output.exit_code {
+        Some(0) => {}
         Some(code @ (START_SIGNAL_FAILED | END_SIGNAL_FAILED)) => {
             let edge = if code == START_SIGNAL_FAILED {
                 "start"
@@ -136,15 +167,40 @@ pub(super) async fn fresh_dumps(
                 recording.output.stderr.trim()
             )));
         }
-        _ if recording.process_exited.is_some() => {
-            return Err(unavailable(
-                "the process exited during the window; its end dump cannot come".into(),
-            ));
+        status => {
+            let status = status.map_or("no status".to_string(), |c| format!("status {c}"));
+            return Err(unavailable(format!(
+                "the window's helper ended with {status}: {}",
+                recording.output.stderr.trim()
+            )));
         }
-        _ => {}
     }
+    // The end dump lands after the window: waited for under the target's watch and Ctrl-C.
     let expected = if jemalloc.catches_signal { 2 } else { 0 };
-    let (fresh, settled) = settled_dumps(target, before_max, expected).await?;
+    let ended = recording.stopped_at.timestamp();
+    let spinner = progress::spinner(&format!("waiting for the dumps of pid {pid}"));
+    let nothing_home = Again::Heap {
+        container: &target.container.name,
+        paths: Vec::new(),
+        local: Vec::new(),
+    };
+    let (fresh, settled) = run
+        .after_window(
+            settled_dumps(
+                async || dumps_since_process_start(target).await,
+                pid,
+                before_max,
+                expected,
+                ended,
+            ),
+            "wait for the dumps",
+            "waiting for the dumps",
+            &nothing_home,
+            Manifest::default,
+            || spinner.finish_and_clear(),
+            interrupts,
+        )
+        .await?;
     let Some(newest) = fresh.last().cloned() else {
         return Err(if jemalloc.catches_signal {
             unavailable(format!(
@@ -180,90 +236,83 @@ pub(super) async fn fresh_dumps(
     })
 }
 
-/// The process neither catches the dump signal nor writes interval dumps.
-fn no_way_to_dump(target: &HeapTarget, signal_name: &str) -> Error {
-    let jemalloc = &target.ready;
-    Error::HeapDumpUnavailable {
-        container: target.container.name.clone(),
-        pid: target.process.pid,
-        detail: format!(
-            "it does not catch SIG{signal_name} (sending it would kill it) and interval dumps are off (no lg_prof_interval in {})",
-            jemalloc.conf_variable
-        ),
-        hint: format!(
-            "either have the program call jemalloc's prof.dump on SIG{signal_name} (DEVPROF_HEAP_DUMP_SIGNAL names another signal), \
-             or add lg_prof_interval:N to {} (a dump per 2^N allocated bytes; restart needed), \
-             or render dumps it already wrote: `devprof heap {} --latest`",
-            jemalloc.conf_variable, target.container.name
-        ),
-    }
-}
-
 /// How the window's dumps were obtained, for the report and the manifest.
 fn how(catches_signal: bool, intervals: usize, signal_name: &str, settled: bool) -> String {
-    let mut how = match (catches_signal, intervals) {
-        (true, 0) => format!("SIG{signal_name} at the start and the end of the window (the program calls prof.dump); the end dump is rendered"),
-        (true, n) => format!("SIG{signal_name} at the start and the end of the window, and {n} interval dumps; the end dump is rendered"),
-        (false, n) => format!("{n} interval dumps written in the window (lg_prof_interval); the newest is rendered"),
+    let asked = match (catches_signal, intervals) {
+        (true, 0) => format!(
+            "SIG{signal_name} at the start and the end of the window (the program calls prof.dump)"
+        ),
+        (true, n) => format!(
+            "SIG{signal_name} at the start and the end of the window, and {n} interval dumps"
+        ),
+        (false, n) => format!("{n} interval dumps written in the window (lg_prof_interval)"),
     };
-    if !settled {
-        how.push_str(&format!(
-            "; the dumps had not all appeared and settled within {} s: the newest that did is rendered",
+    let rendered = match (settled, catches_signal) {
+        (true, true) => "the end dump is rendered".to_string(),
+        (true, false) => "the newest is rendered".to_string(),
+        (false, _) => format!(
+            "the dumps had not all appeared and settled within {} s: the newest whole dump of the window is rendered",
             DUMP_WAIT.as_secs()
-        ));
-    }
-    how
+        ),
+    };
+    format!("{asked}; {rendered}")
 }
 
-/// The dumps of the window: the process's dumps newer than `before_max`, oldest first, up
-/// to the first listing that holds the `expected` dumps asked for (`prof.dump`: the start
-/// and the end one), once none of them grows any more. Later ones (a busy process writes
-/// interval dumps on) are not the window's. With whether that happened within `DUMP_WAIT`
-/// (if not, what did land).
+/// The dumps of the window, oldest first, from `list` (the process's dumps): those of
+/// `pid` newer than `before_max`, up to the end dump (the `expected`-th asked for with
+/// `prof.dump`), or with none asked for, up to the newest at the first look; once none of
+/// them grows any more. Later ones (a busy process writes interval dumps on) are not the
+/// window's. With whether that happened within `DUMP_WAIT`; if not, those of the window
+/// that were whole (up to the end dump when it came, else written by `ended`, seconds
+/// since the epoch).
 async fn settled_dumps(
-    target: &HeapTarget,
+    mut list: impl AsyncFnMut() -> Result<Vec<DumpFile>>,
+    pid: u32,
     before_max: Option<u64>,
     expected: usize,
+    ended: i64,
 ) -> Result<(Vec<DumpFile>, bool)> {
-    let pid = target.process.pid;
-    let deadline = Instant::now() + DUMP_WAIT;
-    let mut last: Option<u64> = None;
+    let deadline = tokio::time::Instant::now() + DUMP_WAIT;
+    let mut first_look: Option<u64> = None;
     let mut previous: Vec<DumpFile> = Vec::new();
     loop {
-        let mut fresh: Vec<DumpFile> = dumps_since_process_start(target)
+        let mut fresh: Vec<DumpFile> = list()
             .await?
             .into_iter()
             .filter(|d| d.pid == pid && before_max.is_none_or(|m| d.seq > m))
             .collect();
         fresh.sort_by_key(|d| d.seq);
-        let asked = fresh
-            .iter()
-            .filter(|d| matches!(d.kind, DumpKind::Manual(_)))
-            .count();
-        if last.is_none() && asked >= expected {
-            match fresh.last() {
-                Some(newest) => last = Some(newest.seq),
+        let last = if expected > 0 {
+            fresh
+                .iter()
+                .filter(|d| matches!(d.kind, DumpKind::Manual(_)))
+                .nth(expected - 1)
+                .map(|d| d.seq)
+        } else {
+            match (first_look, fresh.last()) {
+                (Some(seq), _) => Some(seq),
+                (None, Some(newest)) => Some(*first_look.insert(newest.seq)),
                 // Nothing asked for and nothing written: the window has no dump.
-                None => return Ok((fresh, true)),
+                (None, None) => return Ok((fresh, true)),
             }
-        }
+        };
         if let Some(last) = last {
             fresh.retain(|d| d.seq <= last);
         }
-        // Settled: the same files with the same sizes in two listings in a row.
-        let unchanged = |d: &DumpFile| {
+        // Whole: the same file with the same size in two listings in a row.
+        let whole = |d: &DumpFile| {
             d.size > 0
                 && previous
                     .iter()
                     .any(|p| p.name == d.name && p.size == d.size)
         };
-        if last.is_some() && fresh.iter().all(unchanged) {
+        if last.is_some() && fresh.iter().all(whole) {
             return Ok((fresh, true));
         }
-        if Instant::now() > deadline {
-            // Those whole by now: a dump still being written cannot be read.
-            let whole = fresh.iter().filter(|d| unchanged(d)).cloned().collect();
-            return Ok((whole, false));
+        if tokio::time::Instant::now() > deadline {
+            // A dump still being written cannot be read.
+            fresh.retain(|d| whole(d) && (last.is_some() || d.mtime <= ended + 1));
+            return Ok((fresh, false));
         }
         previous = fresh;
         tokio::time::sleep(POLL).await;
@@ -273,6 +322,107 @@ async fn settled_dumps(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::heap::dumps::listed;
+    use std::cell::RefCell;
+
+    /// The dumps of pid 7 a listing shows: (name's seq and kind, size, mtime).
+    fn listing(entries: &[(&str, u64, i64)]) -> Vec<DumpFile> {
+        listed(
+            "jeprof",
+            entries
+                .iter()
+                .map(|(k, size, mtime)| (format!("jeprof.7.{k}.heap"), *size, *mtime)),
+        )
+    }
+
+    /// `settled_dumps` over listings shown in turn (the last one from then on).
+    async fn settle(
+        looks: Vec<Vec<DumpFile>>,
+        before_max: Option<u64>,
+        expected: usize,
+    ) -> (Vec<String>, bool) {
+        let looks = RefCell::new(looks.into_iter().collect::<std::collections::VecDeque<_>>());
+        let (dumps, settled) = settled_dumps(
+            async || {
+                let mut looks = looks.borrow_mut();
+                let look = if looks.len() > 1 {
+                    looks.pop_front().unwrap()
+                } else {
+                    looks[0].clone()
+                };
+                Ok(look)
+            },
+            7,
+            before_max,
+            expected,
+            1_000,
+        )
+        .await
+        .unwrap();
+        (dumps.into_iter().map(|d| d.name).collect(), settled)
+    }
+
+    /// A busy process writes interval dumps after the window: the window ends at its end
+    /// dump, whatever comes after it, and only once that dump stopped growing.
+    #[tokio::test(start_paused = true)]
+    async fn the_window_ends_at_the_end_dump_once_it_is_whole() {
+        let start = ("3.m1", 900, 990);
+        let looks = vec![
+            listing(&[start, ("4.i0", 800, 995)]),
+            listing(&[start, ("4.i0", 800, 995), ("5.m2", 100, 1_000)]),
+            listing(&[
+                start,
+                ("4.i0", 800, 995),
+                ("5.m2", 700, 1_000),
+                ("6.i1", 10, 1_001),
+            ]),
+            listing(&[
+                start,
+                ("4.i0", 800, 995),
+                ("5.m2", 700, 1_000),
+                ("6.i1", 900, 1_001),
+                ("7.i2", 5, 1_002),
+            ]),
+        ];
+        let (dumps, settled) = settle(looks, Some(2), 2).await;
+        assert!(settled);
+        assert_eq!(
+            dumps,
+            [
+                "jeprof.7.3.m1.heap",
+                "jeprof.7.4.i0.heap",
+                "jeprof.7.5.m2.heap"
+            ]
+        );
+    }
+
+    /// Without the signal, the window's dumps are those listed right after it, and an
+    /// earlier process's or an older dump never counts.
+    #[tokio::test(start_paused = true)]
+    async fn interval_dumps_of_the_window_are_those_listed_right_after_it() {
+        let looks = vec![
+            listing(&[("2.i0", 800, 900), ("3.i1", 800, 990)]),
+            listing(&[("2.i0", 800, 900), ("3.i1", 800, 990), ("4.i2", 300, 1_001)]),
+        ];
+        let (dumps, settled) = settle(looks, Some(2), 0).await;
+        assert!(settled);
+        assert_eq!(dumps, ["jeprof.7.3.i1.heap"]);
+        let (none, settled) = settle(vec![listing(&[("2.i0", 800, 900)])], Some(2), 0).await;
+        assert!(settled && none.is_empty());
+    }
+
+    /// The end dump never comes: after the wait, the whole dumps written in the window.
+    #[tokio::test(start_paused = true)]
+    async fn without_the_end_dump_the_whole_dumps_of_the_window_are_given_unsettled() {
+        let looks = vec![listing(&[
+            ("3.m1", 900, 990),
+            ("4.i0", 800, 1_000),
+            ("5.i1", 800, 1_005),
+        ])];
+        let (dumps, settled) = settle(looks, Some(2), 2).await;
+        assert!(!settled);
+        assert_eq!(dumps, ["jeprof.7.3.m1.heap", "jeprof.7.4.i0.heap"]);
+    }
 
     /// The recorder script as the container's shell runs it: the signal at both edges to
     /// the pid, the window from its own timer, and the end signal on SIGINT too.
@@ -283,6 +433,11 @@ mod tests {
         assert_eq!(
             &argv[3..],
             ["sh", "41", "12", "1.500", "1", "/tmp/devprof.x/"]
+        );
+        // Whole seconds as an integer: not every `sleep` takes a fraction.
+        assert_eq!(
+            window_argv(41, 12, Duration::from_secs(60), true, "/w")[6],
+            "60"
         );
         let script = &argv[2];
         assert!(script.contains("trap end INT TERM"), "{script}");
@@ -330,7 +485,7 @@ mod tests {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(300));
-        let started = Instant::now();
+        let started = std::time::Instant::now();
         let stop = Command::new("sh")
             .args(["-c", &stop_script(&workdir)])
             .status()

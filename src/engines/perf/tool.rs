@@ -70,8 +70,9 @@ impl PerfTool {
     /// writable layer, where the copy stays after the link is removed.
     /// And `--no-bpf-event` where perf has it (5.1 on): perf's side-band thread for BPF
     /// program events held every stop for 0.3-0.5 s (measured: SIGINT to exit 300-560 ms
-    /// with it, 20-160 ms without), and a profile of a container's process does not name
-    /// BPF programs loaded meanwhile.
+    /// with it, 20-160 ms without). The price: kernel frames inside BPF programs (loaded
+    /// before or during the window) go unnamed, which a profile of a container's process
+    /// rarely has.
     pub fn record_in(&self, workdir: &str) -> Vec<String> {
         let mut argv = self.in_workdir(workdir, "record");
         argv.push("-N".into());
