@@ -37,7 +37,7 @@ pub(super) fn window_argv(
     workdir: &str,
 ) -> Vec<String> {
     const SCRIPT: &str = "pid=$1 sig=$2 secs=$3 ask=$4 s=; cd \"$5\" || exit 5; \
-        printf devprof-heap > /proc/$$/comm 2>/dev/null; \
+        { printf devprof-heap > /proc/$$/comm; } 2>/dev/null; \
         end() { trap '' INT TERM; [ -n \"$s\" ] && kill \"$s\" 2>/dev/null; \
           if [ \"$ask\" = 1 ]; then kill -\"$sig\" \"$pid\" || exit 4; fi; exit 0; }; \
         trap end INT TERM; \
