@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{DumpFile, DumpKind, Signal};
 use crate::signals::Interrupts;
 use crate::store::Manifest;
+use crate::text::{first_line, truncate};
 use crate::ui::progress;
 use std::time::Duration;
 
@@ -62,6 +63,12 @@ pub(super) fn window_argv(
     ]
     .map(String::from)
     .to_vec()
+}
+
+/// What the container's shell said on its standard error, for a message: its first line,
+/// shortened (the container's words cannot add lines or length to devprof's own).
+fn said(stderr: &str) -> String {
+    truncate(first_line(stderr.trim()), 200)
 }
 
 /// Before anything is made for the window: a process that neither catches the dump signal
@@ -124,7 +131,7 @@ pub(super) async fn fresh_dumps(
         return Err(unavailable(format!(
             "chown {user} {} failed (the window's helper runs as the process's user in a private directory of /tmp): {}",
             run.workdir,
-            owned.stderr.trim()
+            said(&owned.stderr)
         )));
     }
     let before = dumps_since_process_start(target).await?;
@@ -164,14 +171,14 @@ pub(super) async fn fresh_dumps(
             };
             return Err(unavailable(format!(
                 "sending SIG{signal_name} to pid {pid} at the window's {edge} failed: {}",
-                recording.output.stderr.trim()
+                said(&recording.output.stderr)
             )));
         }
         status => {
             let status = status.map_or("no status".to_string(), |c| format!("status {c}"));
             return Err(unavailable(format!(
                 "the window's helper ended with {status}: {}",
-                recording.output.stderr.trim()
+                said(&recording.output.stderr)
             )));
         }
     }
@@ -426,6 +433,16 @@ mod tests {
 
     /// The recorder script as the container's shell runs it: the signal at both edges to
     /// the pid, the window from its own timer, and the end signal on SIGINT too.
+    /// A helper's standard error is the container's text: one line, bounded, in a message.
+    #[test]
+    fn what_the_container_said_is_one_bounded_line() {
+        assert_eq!(
+            said("  kill: No such process\nerror: forged\n"),
+            "kill: No such process"
+        );
+        assert!(said(&"x".repeat(10_000)).chars().count() <= 201);
+    }
+
     #[test]
     fn the_window_script_signals_the_process_at_both_edges_and_on_a_stop() {
         let argv = window_argv(41, 12, Duration::from_millis(1500), true, "/tmp/devprof.x");
