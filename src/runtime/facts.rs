@@ -30,7 +30,7 @@ pub const WATCHED_ENV: &[&str] = &[
 /// resolved to a path, which the archive API reads from outside when it matters.
 const PROCESS_BODY: &str = r#"
 p=$1
-e=$(readlink /proc/$p/exe 2>/dev/null)
+exe=$(readlink /proc/$p/exe 2>/dev/null)
 printf 'exe\t'; { readlink /proc/$p/exe 2>/dev/null; } | enc NAME_LIMIT; echo
 printf 'cwd\t'; { readlink /proc/$p/cwd 2>/dev/null; } | enc NAME_LIMIT; echo
 printf 'comm\t'; { enc NAME_LIMIT < /proc/$p/comm; } 2>/dev/null; echo
@@ -57,7 +57,7 @@ WATCHED_ENV_RECORDS
     esac
   done < /proc/$p/maps; } 2>/dev/null
 [ -e /proc/$p/root/tmp/perf-$p.map ] && printf 'perfmap\t1\n'
-if [ -n "$e" ]; then
+if [ -n "$exe" ]; then
   if command -v grep >/dev/null 2>&1; then
     grep -qaF 'Go buildinf:' /proc/$p/exe 2>/dev/null && printf 'gobuildinfo\t1\n'
   else
@@ -331,5 +331,27 @@ mod tests {
         assert_eq!(script_argv0(&p(&["/dev/zero", "x"])), "/dev/zero");
         assert_eq!(script_argv0(&p(&["-v"])), "");
         assert_eq!(script_argv0(&p(&[])), "");
+    }
+
+    /// The maps loop (`read -r a b c d e f`) emptied the executable's variable, so every
+    /// native process counted as not searched for Go's build info: each capture copied its
+    /// whole executable out of the container to look (~0.4 s and 15 MB for demo-seq).
+    #[test]
+    fn a_readable_executable_is_searched_in_place_not_left_unchecked() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep runs");
+        let pid = child.id().to_string();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &process_script(), "sh", &pid, "sleep"])
+            .output()
+            .expect("sh runs");
+        let _ = child.kill();
+        let _ = child.wait();
+        let facts = ProcessFacts::parse(&String::from_utf8_lossy(&out.stdout));
+        assert!(facts.exe.ends_with("/sleep"), "{facts:?}");
+        assert!(!facts.go_unchecked, "searched in place: {facts:?}");
+        assert!(!facts.go_buildinfo);
     }
 }
