@@ -138,20 +138,31 @@ pub async fn find_perf<S: ContainerShell>(shell: &S, facts: &ContainerFacts) -> 
         .filter(|p| is_perf_path(p))
         .cloned()
         .collect();
+    let version_of = |stdout: &str| {
+        let first = stdout.lines().next()?.trim();
+        first
+            .strip_prefix("perf version ")
+            .map(|v| v.trim().to_string())
+    };
     for path in order_perf_candidates(&candidates, &facts.kernel) {
-        let out = shell.run(&[&path, "--version"]).await?;
-        if !out.success() {
-            continue;
+        // One exec says both (its first line is `perf version X`); a perf too old for
+        // --build-options is asked its version alone, and records without -z.
+        let out = shell.run(&[&path, "version", "--build-options"]).await?;
+        if let Some(version) = version_of(&out.stdout).filter(|_| out.success()) {
+            return Ok(PerfTool {
+                path,
+                version,
+                supports_zstd: build_option_on(&out.stdout, "zstd"),
+            });
         }
-        let Some(version) = out.stdout.trim().strip_prefix("perf version ") else {
-            continue;
-        };
-        let options = shell.run(&[&path, "version", "--build-options"]).await?;
-        return Ok(PerfTool {
-            path,
-            version: version.trim().to_string(),
-            supports_zstd: build_option_on(&options.stdout, "zstd"),
-        });
+        let out = shell.run(&[&path, "--version"]).await?;
+        if let Some(version) = version_of(&out.stdout).filter(|_| out.success()) {
+            return Ok(PerfTool {
+                path,
+                version,
+                supports_zstd: false,
+            });
+        }
     }
     Err(Error::PerfMissing {
         container: shell.container().to_string(),
