@@ -12,8 +12,9 @@ use crate::profile::timeline::TimelineWriter;
 use crate::render::{write_heatmap_file, write_svg, SvgSpec};
 use crate::store::loader;
 use crate::symbols::binary::SYMBOL_CACHE;
+use crate::symbols::debugfile;
 use crate::symbols::kernel_cache;
-use crate::symbols::module::load_all;
+use crate::symbols::module::{load_all, ModuleFiles};
 use crate::symbols::perfmap::{PerfMap, PERF_MAP_LIMIT};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
@@ -207,15 +208,16 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
     }
     .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;
     let mut symbols = Symbols::default();
-    let files = raw
+    // A stripped library is named from its debug file in the same tree, as perf does.
+    let mut files: Vec<(String, ModuleFiles)> = raw
         .files_used()
         .into_iter()
         .map(|path| {
-            let local = args.symfs.join(path.trim_start_matches('/'));
-            (path, local)
+            let binary = args.symfs.join(path.trim_start_matches('/'));
+            let debug = debugfile::find_for(&args.symfs, &path, &binary);
+            (path, ModuleFiles { binary, debug })
         })
         .collect();
-    let mut files: Vec<(String, std::path::PathBuf)> = files;
     // The vdso is no file under --symfs: this host's names its frames (the same kernel).
     let mut vdso_dir = None;
     if raw.modules.iter().any(|m| m == unwind::VDSO) {
@@ -225,7 +227,7 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
         });
         files.extend(
             dir.and_then(|d| unwind::own_vdso_file(&d))
-                .map(|f| (unwind::VDSO.to_string(), f)),
+                .map(|f| (unwind::VDSO.to_string(), f.into())),
         );
     }
     let loaded = load_all(files, false);

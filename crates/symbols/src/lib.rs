@@ -4,6 +4,7 @@
 //! containers (`binary`).
 
 pub mod binary;
+pub mod debugfile;
 pub mod demangle;
 pub mod elf;
 pub mod gomoduledata;

@@ -87,6 +87,13 @@ pub struct ModuleSymbols {
 impl ModuleSymbols {
     /// Reads an ELF file (executable or shared library).
     pub fn from_elf(path: &Path) -> Result<Self, String> {
+        Self::from_files(&ModuleFiles::from(path.to_path_buf()))
+    }
+
+    /// Reads an ELF file with, where it has one, its separate debug file: the symbol table
+    /// and DWARF a distribution stripped from it (perf names its frames from there).
+    pub fn from_files(files: &ModuleFiles) -> Result<Self, String> {
+        let path = files.binary.as_path();
         // Mapped, not read: only the headers and symbol tables are touched, where reading
         // a big binary whole (zeroing and filling megabytes of fresh pages) was most of the
         // time a native fold spent outside the kernel's kallsyms.
@@ -124,6 +131,25 @@ impl ModuleSymbols {
                 .collect()
         };
         let mut symbols = file.symbol_table().map(text_symbols).unwrap_or_default();
+        let mut has_dwarf = file.section_by_name(".debug_info").is_some();
+        let mut dwarf_path = path.to_path_buf();
+        if let Some(debug) = &files.debug {
+            // Its sections of code are empty (NOBITS); its symbols and DWARF carry the
+            // binary's own addresses, so the binary's segments still place them.
+            let data = map_file(debug).map_err(|e| format!("read {}: {e}", debug.display()))?;
+            let debug_file = object::File::parse(&*data)
+                .map_err(|e| format!("{}: not an ELF file: {e}", debug.display()))?;
+            if symbols.is_empty() {
+                symbols = debug_file
+                    .symbol_table()
+                    .map(text_symbols)
+                    .unwrap_or_default();
+            }
+            if !has_dwarf && debug_file.section_by_name(".debug_info").is_some() {
+                has_dwarf = true;
+                dwarf_path = debug.clone();
+            }
+        }
         let mut pclntab = None;
         if symbols.is_empty() {
             symbols = file
@@ -138,11 +164,10 @@ impl ModuleSymbols {
                 }
             }
         }
-        let has_dwarf = file.section_by_name(".debug_info").is_some();
         drop(file);
         drop(data);
         let dwarf = LazyDwarf {
-            path: has_dwarf.then(|| path.to_path_buf()),
+            path: has_dwarf.then_some(dwarf_path),
             loader: OnceCell::new(),
         };
         let kind = if has_dwarf {
@@ -320,6 +345,23 @@ fn map_file(path: &Path) -> std::io::Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(&file) }
 }
 
+/// The files one module's names come from: the binary (or library) and, where it was
+/// stripped into one, its separate debug file (`debugfile::find`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleFiles {
+    pub binary: PathBuf,
+    pub debug: Option<PathBuf>,
+}
+
+impl From<PathBuf> for ModuleFiles {
+    fn from(binary: PathBuf) -> Self {
+        ModuleFiles {
+            binary,
+            debug: None,
+        }
+    }
+}
+
 /// The modules `load_all` read, and the error of each file that did not read.
 pub struct Loaded<K> {
     pub modules: Vec<(K, ModuleSymbols)>,
@@ -328,7 +370,8 @@ pub struct Loaded<K> {
 
 /// Reads every `(name, file)` pair's symbols, several files at once; with `dwarf` (inline
 /// frames will be asked for) also opens their DWARF, which on a big binary takes a while.
-pub fn load_all<K: Send>(files: Vec<(K, std::path::PathBuf)>, dwarf: bool) -> Loaded<K> {
+pub fn load_all<K: Send, F: Into<ModuleFiles>>(files: Vec<(K, F)>, dwarf: bool) -> Loaded<K> {
+    let files: Vec<(K, ModuleFiles)> = files.into_iter().map(|(k, f)| (k, f.into())).collect();
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -343,7 +386,7 @@ pub fn load_all<K: Send>(files: Vec<(K, std::path::PathBuf)>, dwarf: bool) -> Lo
             scope.spawn(|| loop {
                 let next = queue.lock().expect("module queue").next();
                 let Some((key, path)) = next else { break };
-                let read = ModuleSymbols::from_elf(&path);
+                let read = ModuleSymbols::from_files(&path);
                 if let (true, Ok(module)) = (dwarf, &read) {
                     module.dwarf.get();
                 }
