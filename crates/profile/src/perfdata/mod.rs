@@ -22,7 +22,7 @@ use crate::offcpu::script::{Fields, Record, Sample};
 use header::*;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io;
 use std::path::Path;
 
 /// A decoded event, small enough to hold a round's worth for sorting.
@@ -416,8 +416,14 @@ where
             "the data section starts at {data_off}, past the end of the file ({len} bytes)"
         )));
     }
-    file.seek(SeekFrom::Start(data_off))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file.take(data_size));
+    // Mapped, not read: the records are decoded where they lie, without copying hundreds
+    // of megabytes of a DWARF capture's stack copies through a buffer first. The file is
+    // devprof's download or one the user names, not rewritten while it is read.
+    // SAFETY: read-only; see above (the symbolizer maps binaries the same way).
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
+    let end = data_off.saturating_add(data_size).min(len) as usize;
+    let data = &map[data_off as usize..end];
+    let mut at = 0usize;
 
     let mut state = Emitter {
         pending: Vec::new(),
@@ -428,14 +434,7 @@ where
     let mut emit = |event: Event| on_event(event, &layout);
     let mut decompressor: Option<zstd::stream::raw::Decoder<'static>> = None;
     let mut inflated: Vec<u8> = Vec::new();
-    let mut header = [0u8; 8];
-    let mut body = Vec::new();
-    loop {
-        match reader.read_exact(&mut header) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
-            Err(e) => return Err(e),
-        }
+    while let Some(header) = data.get(at..at + 8) {
         let kind = u32::from_le_bytes(header[..4].try_into().expect("4 bytes"));
         let misc = u16::from_le_bytes(header[4..6].try_into().expect("2 bytes"));
         let size = u16::from_le_bytes(header[6..8].try_into().expect("2 bytes")) as usize;
@@ -444,26 +443,24 @@ where
                 "record with a size below its header (truncated file?)",
             ));
         }
-        body.resize(size - 8, 0);
-        match reader.read_exact(&mut body) {
-            Ok(()) => {}
-            // A truncated tail: stop at the last whole record.
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
-            Err(e) => return Err(e),
-        }
+        // A truncated tail: stop at the last whole record.
+        let Some(body) = data.get(at + 8..at + size) else {
+            break;
+        };
+        at += size;
         match kind {
             RECORD_COMPRESSED => {
                 let decoder = match &mut decompressor {
                     Some(d) => d,
                     None => decompressor.insert(zstd::stream::raw::Decoder::new()?),
                 };
-                inflate(decoder, &body, &mut inflated)?;
+                inflate(decoder, body, &mut inflated)?;
                 let used = state.take_records(&inflated, &layout, &mut emit)?;
                 inflated.drain(..used);
             }
             RECORD_FINISHED_ROUND => state.finish_round(&mut emit),
             _ => {
-                if let Some(event) = decode(kind, misc, &body, &layout, callchains)? {
+                if let Some(event) = decode(kind, misc, body, &layout, callchains)? {
                     state.push(event);
                 }
             }
