@@ -53,8 +53,14 @@ impl Kallsyms {
         if symbols.is_empty() {
             return None;
         }
+        // Among aliases at one address perf names it by the last one listed: it gives each
+        // symbol the extent up to the next one's start, so only the last alias has a size,
+        // and a sized symbol wins (`__x64_sys_getppid` over `__do_sys_getppid`). A stable
+        // sort keeps the list's order within an address; the reversal keeps its last.
         symbols.sort_by_key(|(a, _, _)| *a);
+        symbols.reverse();
         symbols.dedup_by_key(|(a, _, _)| *a);
+        symbols.reverse();
         Some(Kallsyms {
             text,
             symbols,
@@ -209,6 +215,25 @@ mod tests {
             .unwrap()
             .trusted_for(vec!["nf_tables".into()]);
         assert!(!without.covers(0xffffffffc0400010), "overlay was reloaded");
+    }
+
+    /// The native fold named a getppid frame `__do_sys_getppid` where perf script names it
+    /// `__x64_sys_getppid`: lines as this VM's /proc/kallsyms lists them.
+    #[test]
+    fn aliases_at_one_address_are_named_by_the_last_listed_as_perf_names_them() {
+        let k = Kallsyms::parse(
+            "ffffffff81377c50 t __pfx___do_sys_getppid\nffffffff81377c50 T __pfx___ia32_sys_getppid\n\
+             ffffffff81377c50 T __pfx___x64_sys_getppid\nffffffff81377c60 t __do_sys_getppid\n\
+             ffffffff81377c60 T __ia32_sys_getppid\nffffffff81377c60 T __x64_sys_getppid\n\
+             ffffffff81377ca0 T __x64_sys_getpgid\n",
+        )
+        .unwrap();
+        assert_eq!(k.name_at(0xffffffff81377c70), Some("__x64_sys_getppid"));
+        assert_eq!(
+            k.name_at(0xffffffff81377c55),
+            Some("__pfx___x64_sys_getppid")
+        );
+        assert_eq!(k.name_at(0xffffffff81377ca0), Some("__x64_sys_getpgid"));
     }
 
     #[test]
