@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # The native fold of a DWARF capture against `perf script | devprof fold -` and
-# `samply import` on the same perf.data: a program without frame pointers (the golden
-# capture's dwarf-loop.c, built against this host's glibc) recorded on this host with
-# `--call-graph dwarf` so every binary is at its recorded path. Prints wall and CPU time,
-# peak RSS, sample totals and the share of samples whose stack is identical to perf
-# script's.
+# `samply import` on the same perf.data, with every binary at its recorded path so that
+# each tool really unwinds and names:
+#   - by default a program without frame pointers (the golden capture's dwarf-loop.c,
+#     built against this host's glibc) recorded on this host with `--call-graph dwarf`;
+#   - with --container NAME, a devprof capture of that container (`--call-graph dwarf
+#     --fold perf-script --keep-script`, so perf script's own text from inside the
+#     container is kept too), whose files are exported to a directory: devprof and perf
+#     script read them through --symfs, samply runs chrooted there.
+# Prints wall and CPU time, peak RSS, sample totals and the share of samples whose stack
+# is identical to perf script's.
 #
-#   scripts/bench-dwarf.sh [SECONDS] [HZ]        (defaults: 20 s at 999 Hz)
-# Needs perf, /usr/bin/time, gcc, python3 and target/release/devprof; samply from
-# $SAMPLY, PATH, or installed into a temporary directory (cargo install samply).
+#   scripts/bench-dwarf.sh [--container NAME] [SECONDS] [HZ]   (defaults: 20 s at 999 Hz)
+# Needs perf, /usr/bin/time, gcc, python3 and target/release/devprof (and, for a
+# container, the devnet and root for chroot); samply from $SAMPLY, PATH, or installed
+# into a temporary directory (cargo install samply).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+container=""
+if [ "${1:-}" = "--container" ]; then container="$2"; shift 2; fi
 seconds="${1:-20}"; hz="${2:-999}"
 devprof="${DEVPROF:-$PWD/target/release/devprof}"
 work="$(mktemp -d /tmp/devprof-bench-dwarf.XXXXXX)"
@@ -25,10 +33,23 @@ if [ -z "$samply" ]; then
     fi
 fi
 
-gcc -O2 -fomit-frame-pointer -fasynchronous-unwind-tables -o "$work/dwarf-loop" \
-    tests/data/native/dwarf-loop.c
-perf record -q -F "$hz" --call-graph dwarf -o "$work/bench.data" -- "$work/dwarf-loop" "$seconds" >/dev/null
-echo "perf.data: $(du -h "$work/bench.data" | cut -f1), ${seconds} s at ${hz} Hz"
+root=/
+if [ -n "$container" ]; then
+    "$devprof" -q cpu "$container" "$seconds" -F "$hz" --engine perf --call-graph dwarf \
+        --fold perf-script --keep-script --output-dir "$work/store" >/dev/null
+    stem="$(ls "$work/store/$container"/perf-*.json | head -n 1)"; stem="${stem%.json}"
+    mv "$stem.data" "$work/bench.data"
+    # perf script's own fold, in the container, of the same recording: the reference.
+    "$devprof" fold "$stem.script" -o "$work/in-container.folded" 2>/dev/null
+    root="$work/root"; mkdir "$root"
+    docker export "$container" | tar -x -C "$root" --exclude='proc/*' --exclude='sys/*' --exclude='dev/*' 2>/dev/null || true
+    echo "perf.data: $(du -h "$work/bench.data" | cut -f1), ${seconds} s of $container at ${hz} Hz"
+else
+    gcc -O2 -fomit-frame-pointer -fasynchronous-unwind-tables -o "$work/dwarf-loop" \
+        tests/data/native/dwarf-loop.c
+    perf record -q -F "$hz" --call-graph dwarf -o "$work/bench.data" -- "$work/dwarf-loop" "$seconds" >/dev/null
+    echo "perf.data: $(du -h "$work/bench.data" | cut -f1), ${seconds} s at ${hz} Hz"
+fi
 
 # name, command: wall, user+sys CPU, peak RSS from /usr/bin/time -v
 measure() {
@@ -41,25 +62,32 @@ measure() {
         END { printf "%-22s wall %7.2f s  cpu %7.2f s  peak RSS %6.0f MiB\n", name, wall, cpu, rss }' "$work/$name.time"
 }
 
-measure native "$devprof" fold "$work/bench.data" -o "$work/native.folded"
-measure perf-script sh -c "perf script -i '$work/bench.data' -F comm,pid,tid,time,event,ip,sym,dso --no-inline 2>/dev/null | '$devprof' fold - -o '$work/script.folded'"
+measure native "$devprof" fold "$work/bench.data" --symfs "$root" -o "$work/native.folded"
+measure perf-script sh -c "perf script -i '$work/bench.data' --symfs '$root' -F comm,pid,tid,time,event,ip,sym,dso --no-inline 2>/dev/null | '$devprof' fold - -o '$work/script.folded'"
 if [ -n "$samply" ]; then
-    measure samply "$samply" import "$work/bench.data" --save-only --unstable-presymbolicate -o "$work/samply.json.gz"
+    if [ "$root" = / ]; then
+        measure samply "$samply" import "$work/bench.data" --save-only --unstable-presymbolicate -o "$work/samply.json.gz"
+    else
+        # Chrooted into the container's files, where the recorded paths lead to its binaries.
+        cp "$samply" "$root/samply"; ln "$work/bench.data" "$root/bench.data"
+        measure samply chroot "$root" /samply import /bench.data --save-only --unstable-presymbolicate -o /samply.json.gz
+        mv "$root"/samply.json* "$work/"
+    fi
 fi
 
 python3 - "$work" <<'PY'
-import gzip, json, os, sys
+import os, sys
 work = sys.argv[1]
 sys.path.insert(0, "scripts")
 from folded_compare import compare
 native, script = compare(work)
-path = os.path.join(work, "samply.json.gz")
-if os.path.exists(path):
-    profile = json.load(gzip.open(path))
-    samples = sum(t["samples"]["length"] for t in profile["threads"])
-    print(f"samply: {samples} samples")
-    # A spot check of its names: the functions of the first thread's string table.
-    strings = profile.get("shared", {}).get("stringArray") or profile["threads"][0].get("stringArray", [])
-    names = [s for s in strings if s in ("mix", "hash_chain", "table_walk", "one_round", "main")]
-    print(f"samply names: {sorted(set(names))}")
+reference = os.path.join(work, "in-container.folded")
+if os.path.exists(reference):
+    from folded_compare import load, identical
+    total, same = identical(native, load(reference))
+    print(f"against perf script in the container: {total} samples, identical stacks {same} "
+          f"({100.0 * same / max(total, 1):.2f}%)")
 PY
+if [ -f "$work/samply.json.gz" ]; then
+    python3 scripts/samply_names.py "$work/samply.json.gz" "$work/native.folded" "$root"
+fi
