@@ -1,7 +1,8 @@
 //! Markers during a recording window: the target's log stream is followed from the moment
 //! the window opens (`docker::logs`), every line is matched against the marker rules
-//! (`profile::markers`), and when the window closes the stream is drained briefly for
-//! lines stamped inside the window that are still on their way, then the markers of the
+//! (`profile::markers`), and when the window closes the lines stamped inside it that are
+//! still on their way are read back once from the engine's log (the stream is drained
+//! briefly where that read fails), then the markers of the
 //! window are written as `<stem>.markers`. The one hook is `session::record`; the rules
 //! come from the command line once per run (`configure`), like the session's name in
 //! `gate`, so every kind's recipe gets them without carrying them.
@@ -75,6 +76,8 @@ struct Collected {
     cut: u64,
     dropped: u64,
     ended: Option<String>,
+    /// The stamp of the newest line taken (before the window's start when none was).
+    newest_ns: i64,
 }
 
 /// Starts following `container`'s logs now, when this run has rules for it.
@@ -90,7 +93,10 @@ pub fn follow(docker: &Docker, container: &ContainerInfo) -> Option<Follower> {
     let rx = docker.follow_logs(&container.id, since.timestamp() - 1);
     let (stop, stopped) = oneshot::channel();
     let since_ns = since.timestamp_nanos_opt().unwrap_or(0);
-    let task = tokio::spawn(collect(rx, matcher.clone(), since_ns, stopped));
+    let (engine, id) = (docker.clone(), container.id.clone());
+    let read_back: ReadBack =
+        Box::new(move |from_s, until_s| engine.logs_until(&id, from_s, until_s));
+    let task = tokio::spawn(collect(rx, matcher.clone(), since_ns, stopped, read_back));
     Some(Follower {
         container: container.name.clone(),
         matcher,
@@ -100,20 +106,65 @@ pub fn follow(docker: &Docker, container: &ContainerInfo) -> Option<Follower> {
     })
 }
 
+/// Reads the logs from one second to another once (`Docker::logs_until`).
+type ReadBack = Box<dyn FnOnce(i64, i64) -> mpsc::Receiver<LogEvent> + Send>;
+
+/// Takes the lines the engine holds up to `end` past the newest one the stream gave, read
+/// back once when the window closes: a read that ends by itself has given them all, where
+/// the followed stream was drained for up to `DRAIN_LIMIT` waiting for a later line (most
+/// of a second after every window of a quiet container). False when the read failed or did
+/// not end in time: the stream is drained then, as before.
+async fn read_back_tail(
+    read_back: ReadBack,
+    got: &mut Collected,
+    matcher: &Matcher,
+    end: i64,
+) -> bool {
+    const NS: i64 = 1_000_000_000;
+    let last = end.saturating_add(PAST_END_NS);
+    let mut rx = read_back(got.newest_ns.div_euclid(NS), last.div_euclid(NS) + 1);
+    let deadline = tokio::time::Instant::now() + DRAIN_LIMIT;
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(LogEvent::Line(line))) => {
+                if line.time_ns > got.newest_ns && line.time_ns <= last {
+                    take(got, matcher, line);
+                }
+            }
+            Ok(Some(LogEvent::End(None))) => return true,
+            Ok(Some(LogEvent::End(Some(_))) | None) | Err(_) => return false,
+        }
+    }
+}
+
 async fn collect(
     mut rx: mpsc::Receiver<LogEvent>,
     matcher: Matcher,
     since_ns: i64,
     mut stopped: oneshot::Receiver<i64>,
+    read_back: ReadBack,
 ) -> Collected {
-    let mut got = Collected::default();
+    let mut got = Collected {
+        newest_ns: since_ns.saturating_sub(1),
+        ..Collected::default()
+    };
     let mut until: Option<(i64, tokio::time::Instant)> = None;
+    let mut read_back = Some(read_back);
+    // After a read-back that failed part way, what it took is not taken again.
+    let mut read_back_to: Option<i64> = None;
     loop {
         let event = match until {
             None => tokio::select! {
                 event = rx.recv() => event,
                 end = &mut stopped => {
-                    until = Some((end.unwrap_or(i64::MAX), tokio::time::Instant::now() + DRAIN_LIMIT));
+                    let end = end.unwrap_or(i64::MAX);
+                    if let Some(read) = read_back.take().filter(|_| end != i64::MAX) {
+                        if read_back_tail(read, &mut got, &matcher, end).await {
+                            break;
+                        }
+                        read_back_to = Some(got.newest_ns);
+                    }
+                    until = Some((end, tokio::time::Instant::now() + DRAIN_LIMIT));
                     continue;
                 }
             },
@@ -129,7 +180,7 @@ async fn collect(
                 break;
             }
             Some(LogEvent::Line(line)) => {
-                if line.time_ns < since_ns {
+                if line.time_ns < since_ns || read_back_to.is_some_and(|to| line.time_ns <= to) {
                     continue;
                 }
                 if let Some((end, _)) = until {
@@ -145,6 +196,7 @@ async fn collect(
 }
 
 fn take(got: &mut Collected, matcher: &Matcher, line: LogLine) {
+    got.newest_ns = got.newest_ns.max(line.time_ns);
     if got.times.len() < MAX_COUNTED {
         got.times.push(line.time_ns);
     } else {
@@ -261,5 +313,83 @@ impl Follower {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(time_ns: i64, text: &str) -> LogEvent {
+        LogEvent::Line(LogLine {
+            time_ns,
+            text: text.as_bytes().to_vec(),
+            cut: false,
+        })
+    }
+
+    fn matcher() -> Matcher {
+        Matcher::new(vec![Rule::new("t", "block", r"block (\d+)").unwrap()])
+    }
+
+    const S: i64 = 1_000_000_000;
+
+    /// A quiet container's window cost a second after its end: the stream was drained
+    /// until a later line came or `DRAIN_LIMIT` passed. The tail is read back once now.
+    #[tokio::test(start_paused = true)]
+    async fn the_tail_is_read_back_once_not_drained_for_a_second() {
+        let (tx, rx) = mpsc::channel(16);
+        let (stop, stopped) = oneshot::channel();
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let seen = asked.clone();
+        let read_back: ReadBack = Box::new(move |from, until| {
+            *seen.lock().unwrap() = Some((from, until));
+            let (tx, rx) = mpsc::channel(16);
+            // What the engine's log holds: one line the stream gave, two it had not yet,
+            // one past the window's end and its margin.
+            for event in [
+                line(100 * S + 10, "block 1"),
+                line(100 * S + 20, "block 2"),
+                line(101 * S, "block 3"),
+                line(103 * S, "block 4"),
+                LogEvent::End(None),
+            ] {
+                tx.try_send(event).unwrap();
+            }
+            rx
+        });
+        tx.send(line(100 * S + 10, "block 1")).await.unwrap();
+        let task = tokio::spawn(collect(rx, matcher(), 99 * S, stopped, read_back));
+        tokio::task::yield_now().await;
+        let started = tokio::time::Instant::now();
+        stop.send(101 * S).unwrap();
+        let got = task.await.unwrap();
+        assert!(started.elapsed() < DRAIN_LIMIT / 10, "no drain");
+        assert_eq!(*asked.lock().unwrap(), Some((100, 102)));
+        let blocks: Vec<i64> = got.markers.iter().map(|m| m.time_ns).collect();
+        assert_eq!(blocks, [100 * S + 10, 100 * S + 20, 101 * S], "each once");
+        drop(tx);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_back_the_engine_refuses_falls_back_to_the_drain() {
+        let (tx, rx) = mpsc::channel(16);
+        let (stop, stopped) = oneshot::channel();
+        let read_back: ReadBack = Box::new(|_, _| {
+            let (tx, rx) = mpsc::channel(4);
+            tx.try_send(line(100 * S + 10, "block 1")).unwrap();
+            tx.try_send(LogEvent::End(Some("until is not supported".into())))
+                .unwrap();
+            rx
+        });
+        let task = tokio::spawn(collect(rx, matcher(), 99 * S, stopped, read_back));
+        stop.send(101 * S).unwrap();
+        tokio::task::yield_now().await;
+        // The stream still brings the window's lines; the one read back is not taken twice.
+        tx.send(line(100 * S + 10, "block 1")).await.unwrap();
+        tx.send(line(100 * S + 30, "block 2")).await.unwrap();
+        let got = task.await.unwrap();
+        let blocks: Vec<i64> = got.markers.iter().map(|m| m.time_ns).collect();
+        assert_eq!(blocks, [100 * S + 10, 100 * S + 30]);
     }
 }

@@ -41,15 +41,41 @@ impl Docker {
     /// receiver is dropped, the container's stream ends or the engine refuses. Dropping the
     /// receiver ends the task at its next line.
     pub fn follow_logs(&self, container: &str, since_unix_s: i64) -> mpsc::Receiver<LogEvent> {
+        self.logs(container, since_unix_s, None)
+    }
+
+    /// The lines logged from `since_unix_s` to `until_unix_s` (whole seconds), read once:
+    /// the stream ends (`LogEvent::End(None)`) when it has given what the engine's log held
+    /// when asked, so a caller knows it has every line stamped before then.
+    pub fn logs_until(
+        &self,
+        container: &str,
+        since_unix_s: i64,
+        until_unix_s: i64,
+    ) -> mpsc::Receiver<LogEvent> {
+        self.logs(container, since_unix_s, Some(until_unix_s))
+    }
+
+    /// Follows the logs (`until` None) or reads them up to `until` once.
+    fn logs(
+        &self,
+        container: &str,
+        since_unix_s: i64,
+        until: Option<i64>,
+    ) -> mpsc::Receiver<LogEvent> {
         let (tx, rx) = mpsc::channel(CHANNEL_LINES);
-        let options = LogsOptionsBuilder::default()
-            .follow(true)
+        let seconds = |s: i64| i32::try_from(s.max(0)).unwrap_or(i32::MAX);
+        let mut options = LogsOptionsBuilder::default()
+            .follow(until.is_none())
             .stdout(true)
             .stderr(true)
             .timestamps(true)
-            .since(i32::try_from(since_unix_s.max(0)).unwrap_or(i32::MAX))
-            .tail("all")
-            .build();
+            .since(seconds(since_unix_s))
+            .tail("all");
+        if let Some(until) = until {
+            options = options.until(seconds(until));
+        }
+        let options = options.build();
         let client = self.client.clone();
         let container = container.to_string();
         tokio::spawn(async move {
