@@ -387,6 +387,7 @@ async fn record_and_analyse<E: Engine>(
     // The log stream was drained meanwhile.
     let mut recorded = recorded;
     recorded.recording.settle_markers().await;
+    crate::ui::phases::mark("log markers read");
     recorded.recording.stamp_markers(&mut manifest);
     let recording = &recorded.recording;
     for (step, ms) in &collected.timings_ms {
