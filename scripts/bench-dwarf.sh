@@ -22,7 +22,7 @@ if [ "${1:-}" = "--container" ]; then container="$2"; shift 2; fi
 seconds="${1:-20}"; hz="${2:-999}"
 devprof="${DEVPROF:-$PWD/target/release/devprof}"
 work="$(mktemp -d /tmp/devprof-bench-dwarf.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
+[ -n "${KEEP:-}" ] && echo "work: $work" >&2 || trap 'rm -rf "$work"' EXIT
 
 samply="${SAMPLY:-$(command -v samply || true)}"
 if [ -z "$samply" ]; then

@@ -18,6 +18,8 @@ use std::sync::Arc;
 const REG_BP: u32 = 6;
 const REG_SP: u32 = 7;
 const REG_IP: u32 = 8;
+/// The page size mappings are aligned to (x86_64).
+const PAGE: u64 = 4096;
 /// How many frames perf script keeps of a user stack (PERF_MAX_STACK_DEPTH).
 const MAX_FRAMES: usize = 127;
 
@@ -202,12 +204,21 @@ impl Binary {
     }
 
     /// Where address 0 of the binary lies in a process that mapped file offset `pgoff` at
-    /// `start`.
+    /// `start`. The mapping is the one the loader made for the segment that starts in its
+    /// first page: where segments are not page-aligned in the file (lld's layout, a text
+    /// segment at offset 0x33b20 and address 0x34b20), that page also holds the end of the
+    /// segment before, and taking that one put the base a page off, so every frame past
+    /// the first was unwound with the wrong function's rules.
     fn base_avma(&self, start: u64, pgoff: u64) -> u64 {
         let segment = self
             .segments
             .iter()
-            .find(|(offset, size, _)| (*offset..offset + size).contains(&pgoff))
+            .find(|(offset, _, _)| (pgoff..pgoff.saturating_add(PAGE)).contains(offset))
+            .or_else(|| {
+                self.segments
+                    .iter()
+                    .find(|(offset, size, _)| (*offset..offset + size).contains(&pgoff))
+            })
             .or_else(|| self.segments.first());
         match segment {
             Some((offset, _, address)) => start
@@ -365,6 +376,31 @@ pub fn is_file(module: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// demo-node (linked by lld): the read-only segment ends at file offset 0x33b18 and the
+    /// text segment starts at 0x33b20 (address 0x34b20), so the loader maps the text from
+    /// page 0x33000 at address 0x34000 past the base. The base came out a page low, and
+    /// the frames above a thread's workload fell to garbage (`_fini`) or were lost.
+    #[test]
+    fn the_base_comes_from_the_segment_that_starts_in_the_mapped_page() {
+        let binary = Binary {
+            image: Arc::new(Image::Owned(Vec::new())),
+            segments: vec![
+                (0, 0x33b18, 0),
+                (0x33b20, 0xc4280, 0x34b20),
+                (0xf7da0, 0x97e8, 0xf9da0),
+            ],
+            sections: Vec::new(),
+        };
+        let base = 0x5555_5555_4000;
+        assert_eq!(binary.base_avma(base + 0x34000, 0x33000), base);
+        // gcc's layout: segments page-aligned in the file, offset and address equal.
+        let aligned = Binary {
+            segments: vec![(0, 0x5f8, 0), (0x1000, 0x2000, 0x1000)],
+            ..binary
+        };
+        assert_eq!(aligned.base_avma(base + 0x1000, 0x1000), base);
+    }
 
     fn attr(sample_type: u64, regs: u64) -> Attr {
         Attr {
