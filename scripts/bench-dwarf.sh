@@ -4,16 +4,16 @@
 # each tool really unwinds and names:
 #   - by default a program without frame pointers (the golden capture's dwarf-loop.c,
 #     built against this host's glibc) recorded on this host with `--call-graph dwarf`;
-#   - with --container NAME, a devprof capture of that container (`--call-graph dwarf
-#     --fold perf-script --keep-script`, so perf script's own text from inside the
-#     container is kept too), whose files are exported to a directory: devprof and perf
-#     script read them through --symfs, samply runs chrooted there.
+#   - with --container NAME, perf record of its process (PROCESS, default demo-node) in
+#     the container, perf script's own fold of it there kept as the reference, and the
+#     container's files exported to a directory: devprof and this host's perf script read
+#     them through --symfs, samply runs chrooted there.
 # Prints wall and CPU time, peak RSS, sample totals and the share of samples whose stack
 # is identical to perf script's.
 #
 #   scripts/bench-dwarf.sh [--container NAME] [SECONDS] [HZ]   (defaults: 20 s at 999 Hz)
 # Needs perf, /usr/bin/time, gcc, python3 and target/release/devprof (and, for a
-# container, the devnet and root for chroot); samply from $SAMPLY, PATH, or installed
+# container, the devnet with perf in the container, and root for chroot); samply from $SAMPLY, PATH, or installed
 # into a temporary directory (cargo install samply).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,15 +35,21 @@ fi
 
 root=/
 if [ -n "$container" ]; then
-    "$devprof" -q cpu "$container" "$seconds" -F "$hz" --engine perf --call-graph dwarf \
-        --fold perf-script --keep-script --output-dir "$work/store" >/dev/null
-    stem="$(ls "$work/store/$container"/perf-*.json | head -n 1)"; stem="${stem%.json}"
-    mv "$stem.data" "$work/bench.data"
-    # perf script's own fold, in the container, of the same recording: the reference.
-    "$devprof" fold "$stem.script" -o "$work/in-container.folded" 2>/dev/null
+    # perf record in the container (uncompressed: samply reads no zstd records), the file
+    # copied out, and perf script's own text of it from inside the container: the reference.
+    pid="$(docker exec "$container" pidof -s "${PROCESS:-demo-node}")"
+    in_container=/tmp/devprof-bench-dwarf.data
+    docker exec "$container" perf record -q -N -F "$hz" --call-graph dwarf -p "$pid" \
+        -o "$in_container" -- sleep "$seconds" >/dev/null 2>&1
+    docker cp -q "$container:$in_container" "$work/bench.data"
+    start=$(date +%s%N)
+    docker exec "$container" perf script -i "$in_container" -F comm,pid,tid,time,event,ip,sym,dso \
+        --no-inline 2>/dev/null | "$devprof" fold - -o "$work/in-container.folded" 2>/dev/null
+    echo "perf script | fold in the container: $(( ($(date +%s%N) - start) / 1000000 )) ms"
+    docker exec "$container" rm -f "$in_container"
     root="$work/root"; mkdir "$root"
     docker export "$container" | tar -x -C "$root" --exclude='proc/*' --exclude='sys/*' --exclude='dev/*' 2>/dev/null || true
-    echo "perf.data: $(du -h "$work/bench.data" | cut -f1), ${seconds} s of $container at ${hz} Hz"
+    echo "perf.data: $(du -h "$work/bench.data" | cut -f1), ${seconds} s of $container (pid $pid) at ${hz} Hz"
 else
     gcc -O2 -fomit-frame-pointer -fasynchronous-unwind-tables -o "$work/dwarf-loop" \
         tests/data/native/dwarf-loop.c

@@ -20,7 +20,7 @@ def symbols(path):
     """Sorted (start, end, name) of the functions in an ELF file's symbol table (the
     dynamic one when it was stripped)."""
     for flags in (["--defined-only"], ["-D", "--defined-only"]):
-        run = subprocess.run(["nm", "-S", *flags, path], capture_output=True, text=True)
+        run = subprocess.run(["nm", "-S", "-C", *flags, path], capture_output=True, text=True)
         out = []
         for line in run.stdout.splitlines():
             parts = line.split()
