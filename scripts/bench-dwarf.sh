@@ -12,6 +12,7 @@
 # is identical to perf script's.
 #
 #   scripts/bench-dwarf.sh [--container NAME] [SECONDS] [HZ]   (defaults: 20 s at 999 Hz)
+#   KEEP=1 keeps the work directory; QUIET=1 pauses the running containers while timing.
 # Needs perf, /usr/bin/time, gcc, python3 and target/release/devprof (and, for a
 # container, the devnet with perf in the container, and root for chroot); samply from $SAMPLY, PATH, or installed
 # into a temporary directory (cargo install samply).
@@ -55,6 +56,15 @@ else
         tests/data/native/dwarf-loop.c
     perf record -q -F "$hz" --call-graph dwarf -o "$work/bench.data" -- "$work/dwarf-loop" "$seconds" >/dev/null
     echo "perf.data: $(du -h "$work/bench.data" | cut -f1), ${seconds} s at ${hz} Hz"
+fi
+
+# QUIET=1: the engine's running containers are paused while the folds are timed (a
+# devnet loads a 2-core host), and unpaused after.
+if [ -n "${QUIET:-}" ]; then
+    paused="$(docker ps -q --filter status=running)"
+    [ -z "$paused" ] || docker pause $paused >/dev/null
+    trap '[ -z "$paused" ] || docker unpause $paused >/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+    sleep 3
 fi
 
 # name, command: wall, user+sys CPU, peak RSS from /usr/bin/time -v

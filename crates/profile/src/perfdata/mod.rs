@@ -420,10 +420,15 @@ where
     // of megabytes of a DWARF capture's stack copies through a buffer first. The file is
     // devprof's download or one the user names, not rewritten while it is read.
     // SAFETY: read-only; see above (the symbolizer maps binaries the same way).
-    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
+    let map = unsafe { memmap2::Mmap::map(&file)? };
+    let _ = map.advise(memmap2::Advice::Sequential);
+    let start = data_off as usize;
     let end = data_off.saturating_add(data_size).min(len) as usize;
-    let data = &map[data_off as usize..end];
+    let data = &map[start..end];
     let mut at = 0usize;
+    // The pages behind the reader leave this process as it goes (the file stays in the
+    // page cache): a recording of gigabytes is read through a window of RELEASE_EVERY.
+    let mut released = 0usize;
 
     let mut state = Emitter {
         pending: Vec::new(),
@@ -435,6 +440,19 @@ where
     let mut decompressor: Option<zstd::stream::raw::Decoder<'static>> = None;
     let mut inflated: Vec<u8> = Vec::new();
     while let Some(header) = data.get(at..at + 8) {
+        let behind = (start + at) & !(PAGE - 1);
+        if behind - released >= RELEASE_EVERY {
+            // SAFETY: a read-only file mapping; the pages wholly before the record to come
+            // are not read again (were they, they would fault in the same bytes).
+            let _ = unsafe {
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    released,
+                    behind - released,
+                )
+            };
+            released = behind;
+        }
         let kind = u32::from_le_bytes(header[..4].try_into().expect("4 bytes"));
         let misc = u16::from_le_bytes(header[4..6].try_into().expect("2 bytes"));
         let size = u16::from_le_bytes(header[6..8].try_into().expect("2 bytes")) as usize;
@@ -469,6 +487,11 @@ where
     state.flush_all(&mut emit);
     Ok(())
 }
+
+/// The page size the reader releases its mapping by.
+const PAGE: usize = 4096;
+/// How much of a mapped recording is read before the pages behind are released.
+const RELEASE_EVERY: usize = 64 << 20;
 
 /// Most decompressed bytes held at once: perf compresses one ring-buffer read per record
 /// (megabytes), so far more than this is a hostile file, not a capture.
