@@ -184,15 +184,13 @@ mod tests {
             own.as_os_str(),
             debug.as_os_str(),
         ]) && run(&["--strip-all".as_ref(), own.as_os_str(), bin.as_os_str()]);
-        made.then(|| {
-            (
-                bin,
-                DebugLink {
-                    build_id: Some(id),
-                    link: None,
-                },
-            )
-        })
+        made.then_some((
+            bin,
+            DebugLink {
+                build_id: Some(id),
+                link: None,
+            },
+        ))
     }
 
     #[inline(never)]
