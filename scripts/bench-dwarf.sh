@@ -103,6 +103,22 @@ if os.path.exists(reference):
     total, same = identical(native, load(reference))
     print(f"against perf script in the container: {total} samples, identical stacks {same} "
           f"({100.0 * same / max(total, 1):.2f}%)")
+    # perf's unwinder stops at JIT code (a runtime's stacks end there in its text); of
+    # its stacks, how many are exactly the innermost frames of one of devprof's.
+    from collections import Counter
+    tails = Counter()
+    for stack, n in load(reference).items():
+        tails[tuple(stack.split(";")[1:])] += n
+    found = Counter()
+    for stack, n in native.items():
+        frames = stack.split(";")[1:]
+        for k in range(1, len(frames) + 1):
+            if tuple(frames[-k:]) in tails:
+                found[tuple(frames[-k:])] += n
+                break
+    inner = sum(min(n, found[t]) for t, n in tails.items())
+    print(f"  perf script's stacks that are devprof's innermost frames: {inner} "
+          f"({100.0 * inner / max(total, 1):.2f}%)")
 PY
 if [ -f "$work/samply.json.gz" ]; then
     python3 scripts/samply_names.py "$work/samply.json.gz" "$work/native.folded" "$root"
