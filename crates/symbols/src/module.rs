@@ -133,12 +133,17 @@ impl ModuleSymbols {
         let mut symbols = file.symbol_table().map(text_symbols).unwrap_or_default();
         let mut has_dwarf = file.section_by_name(".debug_info").is_some();
         let mut dwarf_path = path.to_path_buf();
-        if let Some(debug) = &files.debug {
-            // Its sections of code are empty (NOBITS); its symbols and DWARF carry the
-            // binary's own addresses, so the binary's segments still place them.
-            let data = map_file(debug).map_err(|e| format!("read {}: {e}", debug.display()))?;
-            let debug_file = object::File::parse(&*data)
-                .map_err(|e| format!("{}: not an ELF file: {e}", debug.display()))?;
+        // A separate debug file: its code sections are empty (NOBITS), its symbols and
+        // DWARF carry the binary's own addresses, so the binary's segments place them.
+        // One that no longer reads leaves the binary's own names.
+        let debug_data = files
+            .debug
+            .as_ref()
+            .and_then(|d| Some((d, map_file(d).ok()?)));
+        let debug_elf = debug_data
+            .as_ref()
+            .and_then(|(d, data)| Some((*d, object::File::parse(&**data).ok()?)));
+        if let Some((debug, debug_file)) = debug_elf {
             if symbols.is_empty() {
                 symbols = debug_file
                     .symbol_table()
