@@ -23,7 +23,7 @@ def symbols(path):
         run = subprocess.run(["nm", "-S", "-C", *flags, path], capture_output=True, text=True)
         out = []
         for line in run.stdout.splitlines():
-            parts = line.split()
+            parts = line.split(None, 3)  # a demangled name may hold spaces
             if len(parts) == 4 and parts[2] in "tTwWiI":
                 start, size = int(parts[0], 16), int(parts[1], 16)
                 out.append((start, start + size, parts[3].split("@")[0]))

@@ -78,6 +78,53 @@ struct Collected {
     ended: Option<String>,
     /// The stamp of the newest line taken (before the window's start when none was).
     newest_ns: i64,
+    /// The lines taken in the last `RECENT_NS` (stamp, hash of the text), oldest first,
+    /// at most `MAX_RECENT`: what a read-back gives again and must not be taken twice.
+    /// Stamps are not in order (the engine stamps stdout and stderr apart), so a line is
+    /// known by both.
+    recent: std::collections::VecDeque<(i64, u64)>,
+    recent_set: std::collections::HashSet<(i64, u64)>,
+}
+
+/// How far back the read-back looks for lines the stream had not given yet.
+const RECENT_NS: i64 = 2_000_000_000;
+const MAX_RECENT: usize = 1 << 16;
+
+impl Collected {
+    fn remember(&mut self, key: (i64, u64)) {
+        self.recent.push_back(key);
+        self.recent_set.insert(key);
+        let horizon = self.newest_ns.saturating_sub(RECENT_NS);
+        while let Some(&oldest) = self.recent.front() {
+            if oldest.0 >= horizon && self.recent.len() <= MAX_RECENT {
+                break;
+            }
+            self.recent.pop_front();
+            self.recent_set.remove(&oldest);
+        }
+    }
+
+    /// Whether this very line (stamp and text) was taken already.
+    fn has(&self, line: &LogLine) -> bool {
+        self.recent_set.contains(&line_key(line))
+    }
+
+    /// The earliest stamp the remembered lines cover: a read-back from there gives back
+    /// nothing taken that it could not recognise.
+    fn remembered_from(&self) -> i64 {
+        let horizon = self.newest_ns.saturating_sub(RECENT_NS);
+        match self.recent.front() {
+            Some(&(oldest, _)) if self.recent.len() >= MAX_RECENT => oldest.max(horizon),
+            _ => horizon,
+        }
+    }
+}
+
+fn line_key(line: &LogLine) -> (i64, u64) {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    line.text.hash(&mut hasher);
+    (line.time_ns, hasher.finish())
 }
 
 /// Starts following `container`'s logs now, when this run has rules for it.
@@ -109,25 +156,34 @@ pub fn follow(docker: &Docker, container: &ContainerInfo) -> Option<Follower> {
 /// Reads the logs from one second to another once (`Docker::logs_until`).
 type ReadBack = Box<dyn FnOnce(i64, i64) -> mpsc::Receiver<LogEvent> + Send>;
 
-/// Takes the lines the engine holds up to `end` past the newest one the stream gave, read
-/// back once when the window closes: a read that ends by itself has given them all, where
-/// the followed stream was drained for up to `DRAIN_LIMIT` waiting for a later line (most
-/// of a second after every window of a quiet container). False when the read failed or did
-/// not end in time: the stream is drained then, as before.
+/// Takes the lines the engine holds up to `end` that the stream had not given, read back
+/// once when the window closes: a read that ends by itself has given them all, where the
+/// followed stream was drained for up to `DRAIN_LIMIT` waiting for a later line (most of a
+/// second after every window of a quiet container). The read waits until `PAST_END_NS`
+/// after the end, so a line stamped in the window is written by then (the drain asked the
+/// same margin of the engine's stamps), and it looks back `RECENT_NS` for lines stamped
+/// earlier than one the stream gave (stdout and stderr are stamped apart). False when the
+/// read failed or did not end in time: the stream is drained then, as before.
 async fn read_back_tail(
     read_back: ReadBack,
     got: &mut Collected,
     matcher: &Matcher,
+    since_ns: i64,
     end: i64,
 ) -> bool {
     const NS: i64 = 1_000_000_000;
     let last = end.saturating_add(PAST_END_NS);
-    let mut rx = read_back(got.newest_ns.div_euclid(NS), last.div_euclid(NS) + 1);
+    let now = Local::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+    if now < last {
+        tokio::time::sleep(Duration::from_nanos((last - now) as u64)).await;
+    }
+    let from = got.remembered_from().max(since_ns);
+    let mut rx = read_back(from.div_euclid(NS), last.div_euclid(NS) + 1);
     let deadline = tokio::time::Instant::now() + DRAIN_LIMIT;
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(LogEvent::Line(line))) => {
-                if line.time_ns > got.newest_ns && line.time_ns <= last {
+                if (from..=last).contains(&line.time_ns) && !got.has(&line) {
                     take(got, matcher, line);
                 }
             }
@@ -151,7 +207,7 @@ async fn collect(
     let mut until: Option<(i64, tokio::time::Instant)> = None;
     let mut read_back = Some(read_back);
     // After a read-back that failed part way, what it took is not taken again.
-    let mut read_back_to: Option<i64> = None;
+    let mut read_back_failed = false;
     loop {
         let event = match until {
             None => tokio::select! {
@@ -159,10 +215,10 @@ async fn collect(
                 end = &mut stopped => {
                     let end = end.unwrap_or(i64::MAX);
                     if let Some(read) = read_back.take().filter(|_| end != i64::MAX) {
-                        if read_back_tail(read, &mut got, &matcher, end).await {
+                        if read_back_tail(read, &mut got, &matcher, since_ns, end).await {
                             break;
                         }
-                        read_back_to = Some(got.newest_ns);
+                        read_back_failed = true;
                     }
                     until = Some((end, tokio::time::Instant::now() + DRAIN_LIMIT));
                     continue;
@@ -180,7 +236,7 @@ async fn collect(
                 break;
             }
             Some(LogEvent::Line(line)) => {
-                if line.time_ns < since_ns || read_back_to.is_some_and(|to| line.time_ns <= to) {
+                if line.time_ns < since_ns || (read_back_failed && got.has(&line)) {
                     continue;
                 }
                 if let Some((end, _)) = until {
@@ -197,6 +253,7 @@ async fn collect(
 
 fn take(got: &mut Collected, matcher: &Matcher, line: LogLine) {
     got.newest_ns = got.newest_ns.max(line.time_ns);
+    got.remember(line_key(&line));
     if got.times.len() < MAX_COUNTED {
         got.times.push(line.time_ns);
     } else {
@@ -345,10 +402,12 @@ mod tests {
         let read_back: ReadBack = Box::new(move |from, until| {
             *seen.lock().unwrap() = Some((from, until));
             let (tx, rx) = mpsc::channel(16);
-            // What the engine's log holds: one line the stream gave, two it had not yet,
-            // one past the window's end and its margin.
+            // What the engine's log holds: one line the stream gave, three it had not yet
+            // (one stamped before it: stderr and stdout are stamped apart), one past the
+            // window's end and its margin.
             for event in [
                 line(100 * S + 10, "block 1"),
+                line(100 * S + 5, "block 0"),
                 line(100 * S + 20, "block 2"),
                 line(101 * S, "block 3"),
                 line(103 * S, "block 4"),
@@ -365,9 +424,15 @@ mod tests {
         stop.send(101 * S).unwrap();
         let got = task.await.unwrap();
         assert!(started.elapsed() < DRAIN_LIMIT / 10, "no drain");
-        assert_eq!(*asked.lock().unwrap(), Some((100, 102)));
-        let blocks: Vec<i64> = got.markers.iter().map(|m| m.time_ns).collect();
-        assert_eq!(blocks, [100 * S + 10, 100 * S + 20, 101 * S], "each once");
+        // From RECENT_NS before the newest line the stream gave (not before the window).
+        assert_eq!(*asked.lock().unwrap(), Some((99, 102)));
+        let mut blocks: Vec<i64> = got.markers.iter().map(|m| m.time_ns).collect();
+        blocks.sort();
+        assert_eq!(
+            blocks,
+            [100 * S + 5, 100 * S + 10, 100 * S + 20, 101 * S],
+            "each once"
+        );
         drop(tx);
     }
 

@@ -123,8 +123,8 @@ impl Deref for Section {
 /// What the unwinder needs of one binary, read once.
 struct Binary {
     image: Arc<Image>,
-    /// (file offset, file size, address) of each loadable segment.
-    segments: Vec<(u64, u64, u64)>,
+    /// (file offset, file size, address, executable) of each loadable segment.
+    segments: Vec<(u64, u64, u64, bool)>,
     /// Name, address range and file range of the sections framehop uses.
     sections: Vec<(&'static str, Range<u64>, Range<usize>)>,
 }
@@ -137,9 +137,13 @@ impl Binary {
             .segments()
             .map(|s| {
                 let (offset, size) = s.file_range();
-                (offset, size, s.address())
+                let executable = matches!(
+                    s.flags(),
+                    object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0
+                );
+                (offset, size, s.address(), executable)
             })
-            .filter(|(_, size, _)| *size > 0)
+            .filter(|(_, size, _, _)| *size > 0)
             .collect();
         let mut sections = Vec::new();
         for name in [
@@ -210,18 +214,25 @@ impl Binary {
     /// segment before, and taking that one put the base a page off, so every frame past
     /// the first was unwound with the wrong function's rules.
     fn base_avma(&self, start: u64, pgoff: u64) -> u64 {
+        // Of the segments that start in the page, the executable one: a small lld binary
+        // starts its read-only and its text segment in the same first page, and the
+        // mappings unwinding sees are the executable ones.
+        let starts_here = |(offset, ..): &&(u64, u64, u64, bool)| {
+            (pgoff..pgoff.saturating_add(PAGE)).contains(offset)
+        };
         let segment = self
             .segments
             .iter()
-            .find(|(offset, _, _)| (pgoff..pgoff.saturating_add(PAGE)).contains(offset))
+            .filter(starts_here)
+            .max_by_key(|(.., executable)| *executable)
             .or_else(|| {
                 self.segments
                     .iter()
-                    .find(|(offset, size, _)| (*offset..offset + size).contains(&pgoff))
+                    .find(|(offset, size, ..)| (*offset..offset + size).contains(&pgoff))
             })
             .or_else(|| self.segments.first());
         match segment {
-            Some((offset, _, address)) => start
+            Some((offset, _, address, _)) => start
                 .wrapping_sub(pgoff.wrapping_sub(*offset))
                 .wrapping_sub(*address),
             None => start.wrapping_sub(pgoff),
@@ -386,9 +397,9 @@ mod tests {
         let binary = Binary {
             image: Arc::new(Image::Owned(Vec::new())),
             segments: vec![
-                (0, 0x33b18, 0),
-                (0x33b20, 0xc4280, 0x34b20),
-                (0xf7da0, 0x97e8, 0xf9da0),
+                (0, 0x33b18, 0, false),
+                (0x33b20, 0xc4280, 0x34b20, true),
+                (0xf7da0, 0x97e8, 0xf9da0, false),
             ],
             sections: Vec::new(),
         };
@@ -396,10 +407,16 @@ mod tests {
         assert_eq!(binary.base_avma(base + 0x34000, 0x33000), base);
         // gcc's layout: segments page-aligned in the file, offset and address equal.
         let aligned = Binary {
-            segments: vec![(0, 0x5f8, 0), (0x1000, 0x2000, 0x1000)],
+            segments: vec![(0, 0x5f8, 0, false), (0x1000, 0x2000, 0x1000, true)],
             ..binary
         };
         assert_eq!(aligned.base_avma(base + 0x1000, 0x1000), base);
+        // A small lld binary: read-only and text segments start in the same first page.
+        let small = Binary {
+            segments: vec![(0, 0x5f8, 0, false), (0x600, 0x200, 0x1600, true)],
+            ..aligned
+        };
+        assert_eq!(small.base_avma(base + 0x1000, 0), base);
     }
 
     fn attr(sample_type: u64, regs: u64) -> Attr {
