@@ -104,10 +104,8 @@ pub fn find_for(root: &Path, recorded: &str, binary: &Path) -> Option<PathBuf> {
     let file = std::fs::File::open(binary).ok()?;
     let cache = object::ReadCache::new(file);
     let elf = object::File::parse(&cache).ok()?;
-    let stripped = elf
-        .symbol_table()
-        .is_none_or(|t| t.symbols().next().is_none())
-        || elf.section_by_name(".debug_info").is_none();
+    let (symtab, dwarf) = names_in(&elf);
+    let stripped = !symtab || !dwarf;
     let wanted = DebugLink::of(&elf);
     drop(elf);
     stripped.then(|| find(root, recorded, &wanted)).flatten()
@@ -122,11 +120,16 @@ fn is_debug_file_for(path: &Path, build_id: Option<&str>) -> bool {
     let Ok(elf) = object::File::parse(&cache) else {
         return false;
     };
-    let named = elf
+    let (symtab, dwarf) = names_in(&elf);
+    (symtab || dwarf) && build_id.is_none_or(|id| build_id_hex(&elf).as_deref() == Some(id))
+}
+
+/// Whether an ELF file has a symbol table with symbols, and DWARF.
+fn names_in<'data, R: object::ReadRef<'data>>(elf: &object::File<'data, R>) -> (bool, bool) {
+    let symtab = elf
         .symbol_table()
-        .is_some_and(|t| t.symbols().next().is_some())
-        || elf.section_by_name(".debug_info").is_some();
-    named && build_id.is_none_or(|id| build_id_hex(&elf).as_deref() == Some(id))
+        .is_some_and(|t| t.symbols().next().is_some());
+    (symtab, elf.section_by_name(".debug_info").is_some())
 }
 
 #[cfg(test)]

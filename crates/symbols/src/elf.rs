@@ -173,11 +173,7 @@ fn analyze<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) -> E
         .ok()
         .flatten()
         .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned());
-    let build_id = file
-        .build_id()
-        .ok()
-        .flatten()
-        .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
+    let build_id = crate::debugfile::build_id_hex(file);
     let has_eh_frame = section_size(&[".eh_frame"]) > 0;
     let has_debug_frame = section_size(&[".debug_frame", ".zdebug_frame"]) > 0;
     let frame_pointers = judge_frame_pointers(file, arch);

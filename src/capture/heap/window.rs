@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{DumpFile, DumpKind, Signal};
 use crate::signals::Interrupts;
 use crate::store::Manifest;
-use crate::text::{first_line, truncate};
+use crate::text::{first_line, printable, truncate};
 use crate::ui::progress;
 use std::time::Duration;
 
@@ -66,9 +66,10 @@ pub(super) fn window_argv(
 }
 
 /// What the container's shell said on its standard error, for a message: its first line,
-/// shortened (the container's words cannot add lines or length to devprof's own).
+/// its control characters escaped, shortened (the container's words cannot add lines,
+/// move the cursor or add length to devprof's own).
 fn said(stderr: &str) -> String {
-    truncate(first_line(stderr.trim()), 200)
+    truncate(&printable(first_line(stderr.trim())), 200)
 }
 
 /// Before anything is made for the window: a process that neither catches the dump signal
@@ -431,9 +432,8 @@ mod tests {
         assert_eq!(dumps, ["jeprof.7.3.m1.heap", "jeprof.7.4.i0.heap"]);
     }
 
-    /// The recorder script as the container's shell runs it: the signal at both edges to
-    /// the pid, the window from its own timer, and the end signal on SIGINT too.
-    /// A helper's standard error is the container's text: one line, bounded, in a message.
+    /// A helper's standard error is the container's text: one line, bounded, with no
+    /// control character that could move the cursor, in a message.
     #[test]
     fn what_the_container_said_is_one_bounded_line() {
         assert_eq!(
@@ -441,8 +441,11 @@ mod tests {
             "kill: No such process"
         );
         assert!(said(&"x".repeat(10_000)).chars().count() <= 201);
+        assert_eq!(said("gone\r\u{1b}[2Kok"), "gone\\r\\u{1b}[2Kok");
     }
 
+    /// The recorder script as the container's shell runs it: the signal at both edges to
+    /// the pid, the window from its own timer, and the end signal on SIGINT too.
     #[test]
     fn the_window_script_signals_the_process_at_both_edges_and_on_a_stop() {
         let argv = window_argv(41, 12, Duration::from_millis(1500), true, "/tmp/devprof.x");
