@@ -434,3 +434,74 @@ fn a_second_native_capture_names_kernel_frames_from_the_copy_kept_for_the_boot()
     assert_eq!(std::fs::metadata(&kept).unwrap().ino(), meta.ino());
     assert_eq!(read_manifest(&second)["fold_path"], "native");
 }
+
+/// The recording is checked by copying it out (an exec less after every window): a
+/// missing or empty perf.data still fails as perf having written nothing, with perf's own
+/// words or the ring buffer's diagnosis, and keeps nothing; a whole one comes home.
+#[test]
+#[ignore = "needs the demo devnet"]
+fn a_recording_is_checked_by_its_copy_and_a_missing_or_empty_one_fails_as_before() {
+    if !devnet_ready(
+        "a_recording_is_checked_by_its_copy_and_a_missing_or_empty_one_fails_as_before",
+    ) {
+        return;
+    }
+    use devprof::engines::perf::bring_home;
+    use devprof::store::Stem;
+    let dir = format!("/tmp/{}", unique("devprof-test-home"));
+    docker_ok(&[
+        "exec",
+        DEMO_SEQ,
+        "sh",
+        "-c",
+        &format!("mkdir {dir} && : > {dir}/empty.data && printf PERFILE2 > {dir}/whole.data"),
+    ]);
+    let out = workdir();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let docker = devprof::docker::Docker::connect().await.unwrap();
+        let info = docker
+            .containers()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|c| c.name == DEMO_SEQ)
+            .unwrap();
+        let shell = docker.shell(&info);
+        let stem = |prefix: &str| Stem::reserve(out.path(), prefix, chrono::Local::now()).unwrap();
+
+        let whole = stem("whole");
+        bring_home(&shell, &format!("{dir}/whole.data"), "", &whole)
+            .await
+            .unwrap();
+        assert_eq!(std::fs::read(whole.path("data")).unwrap(), b"PERFILE2");
+
+        let empty = stem("empty");
+        let e = bring_home(
+            &shell,
+            &format!("{dir}/empty.data"),
+            "failed to mmap with 1 (Operation not permitted)\nPermission error mapping pages.\n",
+            &empty,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("ring buffer"), "{e}");
+        assert!(!empty.path("data").exists() && !empty.path("data.part").exists());
+
+        let missing = stem("missing");
+        let e = bring_home(
+            &shell,
+            &format!("{dir}/missing.data"),
+            "perf: something went wrong here\n",
+            &missing,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("something went wrong here"), "{e}");
+        assert!(!missing.path("data").exists());
+    });
+    docker_ok(&["exec", DEMO_SEQ, "rm", "-rf", &dir]);
+}

@@ -32,6 +32,18 @@ fn sidecars_of(container: &str) -> Vec<String> {
     sidecars_of_id(&docker_ok(&["inspect", "-f", "{{.Id}}", container]))
 }
 
+/// The capture workdirs in `container`'s /tmp: one is made while perf is looked for in
+/// the container, and must go when the capture moves to a sidecar or fails.
+fn workdirs_in(container: &str) -> String {
+    docker_ok(&[
+        "exec",
+        container,
+        "sh",
+        "-c",
+        "ls -d /tmp/devprof.* 2>/dev/null; true",
+    ])
+}
+
 fn start_plain(prefix: &str) -> ContainerGuard {
     let name = unique(prefix);
     let guard = run_container(
@@ -90,6 +102,7 @@ fn plain_container_is_profiled_from_a_sidecar_with_symbols_and_no_leftover() {
         "sidecar left behind: {:?}",
         sidecars_of(&plain.0)
     );
+    assert_eq!(workdirs_in(&plain.0), "", "a workdir left in the target");
     // The target itself was not changed: still no perf, no added capabilities.
     assert_eq!(
         docker_ok(&["inspect", "-f", "{{.HostConfig.CapAdd}}", &plain.0]),
@@ -112,6 +125,7 @@ fn exec_mode_on_a_container_without_perf_fails_and_writes_nothing() {
         .stderr(predicate::str::contains("perf is not installed"));
     assert!(files_under(cwd.path()).is_empty());
     assert!(sidecars_of(&plain.0).is_empty());
+    assert_eq!(workdirs_in(&plain.0), "", "a workdir left in the target");
 }
 
 #[test]

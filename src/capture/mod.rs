@@ -93,6 +93,7 @@ impl Located {
             ready,
             sidecar,
             sysctls,
+            early_workdir: std::sync::Mutex::new(None),
         }
     }
 }
@@ -104,8 +105,10 @@ pub async fn locate(target: &str, selector: &ProcessSelector) -> Result<Located>
     let container = resolve_container(target, &containers)?;
     let shell = docker.shell(&container);
     let facts = ContainerFacts::probe(&shell).await?;
+    crate::ui::phases::mark("container probed");
     let process = choose_process(&shell, &facts, selector, &container.name).await?;
     let process_facts = ProcessFacts::probe(&shell, &process).await?;
+    crate::ui::phases::mark("process probed");
     let mut runtime = runtime::of_process(&process, &process_facts);
     // Read from the container itself (the archive API needs no rights in the process, and
     // no tools in the container: where it has no grep, this is what tells Go apart).
@@ -149,6 +152,9 @@ pub struct Target<R> {
     pub sidecar: Option<sidecar::Sidecar>,
     /// Host-wide sysctls lowered for this capture (`--allow-sysctl`), to restore.
     pub sysctls: Option<sysctl::SavedSysctls>,
+    /// A workdir made while the engine was prepared (an exec's wait saved before the
+    /// window), taken by the first `in_workdir`; removed by `release` if none took it.
+    pub early_workdir: std::sync::Mutex<Option<String>>,
 }
 
 impl<R> Target<R> {
@@ -170,6 +176,11 @@ impl<R> Target<R> {
         }
     }
 
+    /// The workdir made early, once.
+    pub fn take_early_workdir(&self) -> Option<String> {
+        self.early_workdir.lock().ok()?.take()
+    }
+
     /// Watches the target container and process during the capture.
     pub fn watch(&self) -> liveness::Watch {
         liveness::Watch::new(
@@ -183,6 +194,9 @@ impl<R> Target<R> {
     /// Restores lowered sysctls and removes the sidecar, if any. Always called, whatever
     /// happened.
     pub async fn release(&self) {
+        if let Some(workdir) = self.take_early_workdir() {
+            session::cleanup_workdir(&self.shell, &workdir).await;
+        }
         if let Some(saved) = &self.sysctls {
             sysctl::restore(&self.shell, saved).await;
         }
@@ -231,7 +245,10 @@ pub async fn find_target<E: Engine>(
     let mode = placement.mode;
     if mode != CaptureMode::Sidecar {
         let prepare = || engine.prepare(&located.shell, &located.facts, &located.process);
-        let mut attempt = prepare().await;
+        // The capture's workdir is made meanwhile (it is needed once the engine is ready).
+        let (mut attempt, early_workdir) =
+            tokio::join!(prepare(), session::make_workdir(&located.shell));
+        let early_workdir = early_workdir.ok();
         let mut sysctls = None;
         if matches!(attempt, Err(Error::PerfDenied { .. })) && located.facts.sysctl_writable {
             if placement.allow_sysctl {
@@ -257,8 +274,20 @@ pub async fn find_target<E: Engine>(
                 );
             }
         }
+        if attempt.is_err() {
+            if let Some(workdir) = &early_workdir {
+                session::cleanup_workdir(&located.shell, workdir).await;
+            }
+        }
         match attempt {
-            Ok(ready) => return Ok(located.into_target(ready, None, sysctls)),
+            Ok(ready) => {
+                let target = located.into_target(ready, None, sysctls);
+                *target
+                    .early_workdir
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = early_workdir;
+                return Ok(target);
+            }
             Err(
                 e @ (Error::PerfMissing { .. }
                 | Error::ToolMissing { .. }

@@ -111,7 +111,7 @@ pub fn record_script(argv: &[String], controlled: Option<&[String]>, workdir: &s
          ready() {{ while IFS= read -r l; do case \"$l\" in 'Events disabled'*) return 0;; esac; done < {err}; return 1; }}; \
          i=0; until ready; do \
            if ! kill -0 $p 2>/dev/null; then wait $p; rc=$?; cat {err} >&2; exit $rc; fi; \
-           i=$((i+1)); [ $i -lt 1200 ] || break; sleep 0.05; \
+           i=$((i+1)); [ $i -lt 3000 ] || break; sleep 0.02; \
          done; \
          echo {READY_MARKER}; \
          read _go || {{ kill -INT $p; wait $p; exit 0; }}; \

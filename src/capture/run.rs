@@ -52,7 +52,11 @@ impl<R> Target<R> {
         body: impl AsyncFnOnce(&str) -> Result<T>,
         finish: impl AsyncFnOnce(&str),
     ) -> Result<T> {
-        let workdir = make_workdir(&self.shell).await?;
+        let workdir = match self.take_early_workdir() {
+            Some(made) => made,
+            None => make_workdir(&self.shell).await?,
+        };
+        crate::ui::phases::mark("workdir made");
         let result = catching(Box::pin(body(&workdir))).await;
         if workdir_cleanable(&self.watch(), &workdir, &result).await {
             finish(&workdir).await;

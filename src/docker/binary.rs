@@ -8,6 +8,7 @@ use crate::docker::{ContainerShell, Docker, Shell};
 use crate::symbols::binary::{cache_key, private_temp_dir, GoBinary, SYMBOL_CACHE};
 use crate::symbols::elf::{self, ElfReport};
 use crate::text::quote;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The real file behind `path` in the container (symbolic links resolved), or why not.
@@ -123,38 +124,39 @@ pub async fn fetch_cached(
     paths: &[String],
     dir: &Path,
 ) -> Vec<Fetched> {
+    fetch_cached_knowing(shell, root, container, paths, dir, &HashMap::new()).await
+}
+
+/// A file's size, mtime (seconds) and inode as `stat -L` gives them in the container.
+pub type FileStat = (u64, i64, u64);
+
+/// `fetch_cached`, with the files in `known` judged already (read while the recording
+/// was copied out): only the others cost an exec.
+pub async fn fetch_cached_knowing(
+    shell: &Shell,
+    root: &str,
+    container: &str,
+    paths: &[String],
+    dir: &Path,
+    known: &HashMap<String, FileStat>,
+) -> Vec<Fetched> {
     if paths.is_empty() {
         return Vec::new();
     }
-    let script: String = paths
+    let unknown: Vec<&String> = paths.iter().filter(|p| !known.contains_key(*p)).collect();
+    let judged = if unknown.is_empty() {
+        Vec::new()
+    } else {
+        stat_files(shell, root, &unknown).await
+    };
+    let mut judged = judged.into_iter();
+    let stats: Vec<Option<FileStat>> = paths
         .iter()
-        .map(|p| {
-            format!(
-                "printf 'file\\t%s\\n' \"$(stat -L -c '%s %Y %i' -- {} 2>/dev/null)\"\n",
-                quote(&format!("{root}{p}"))
-            )
+        .map(|p| match known.get(p) {
+            Some(stat) => Some(*stat),
+            None => judged.next().flatten(),
         })
         .collect();
-    let stats: Vec<Option<(u64, i64, u64)>> = match shell.sh(&script).await {
-        Ok(out) => {
-            let lines: Vec<&str> = out
-                .stdout
-                .lines()
-                .filter_map(|l| l.strip_prefix("file\t"))
-                .collect();
-            (0..paths.len())
-                .map(|i| {
-                    let mut f = lines.get(i)?.split_whitespace();
-                    Some((
-                        f.next()?.parse().ok()?,
-                        f.next()?.parse().ok()?,
-                        f.next()?.parse().ok()?,
-                    ))
-                })
-                .collect()
-        }
-        Err(_) => vec![None; paths.len()],
-    };
     let mut out = Vec::with_capacity(paths.len());
     let (mut copies, mut copied) = (0usize, 0u64);
     for (path, stat) in paths.iter().zip(stats) {
@@ -203,6 +205,44 @@ pub async fn fetch_cached(
         });
     }
     out
+}
+
+/// Each of `paths` judged by `stat -L` under `root` in one exec, in order (None: not
+/// there, or the exec failed).
+async fn stat_files(shell: &Shell, root: &str, paths: &[&String]) -> Vec<Option<FileStat>> {
+    let script: String = paths
+        .iter()
+        .map(|p| {
+            format!(
+                "printf 'file\\t%s\\n' \"$(stat -L -c '%s %Y %i' -- {} 2>/dev/null)\"\n",
+                quote(&format!("{root}{p}"))
+            )
+        })
+        .collect();
+    match shell.sh(&script).await {
+        Ok(out) => {
+            let lines: Vec<&str> = out
+                .stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix("file\t"))
+                .collect();
+            (0..paths.len())
+                .map(|i| parse_stat(lines.get(i)?))
+                .collect()
+        }
+        Err(_) => vec![None; paths.len()],
+    }
+}
+
+/// `SIZE MTIME INODE`, as the stat scripts print them.
+pub fn parse_stat(text: &str) -> Option<FileStat> {
+    let mut f = text.split_whitespace();
+    let stat = (
+        f.next()?.parse().ok()?,
+        f.next()?.parse().ok()?,
+        f.next()?.parse().ok()?,
+    );
+    f.next().is_none().then_some(stat)
 }
 
 /// Copies the executable `path` out of `container` and reads it (None: not Go, or

@@ -55,6 +55,10 @@ const HEADER: [&str; 6] = [
     "sysctl_writable",
 ];
 
+/// The record that says a PMU in sysfs names a cycles event (`.../events/cpu-cycles`, or
+/// `cpu_cycles` on Arm): without one no perf here counts cycles.
+const CYCLES_RECORD: &str = "pmu_cycles";
+
 /// The part of the probe after the shell functions: the header, perf candidates, then
 /// `proc<TAB>pid<TAB>ppid<TAB>cmdline` records; its own processes are excluded.
 const PROBE_BODY: &str = r#"
@@ -68,6 +72,9 @@ done < /proc/self/status
 printf 'cap_eff\t%s\nseccomp\t%s\n' "$c" "$s"
 w=0; [ -w /proc/sys/kernel/perf_event_paranoid ] && w=1
 printf 'sysctl_writable\t%s\n' "$w"
+for f in /sys/bus/event_source/devices/*/events/cpu-cycles /sys/bus/event_source/devices/*/events/cpu_cycles; do
+  [ -e "$f" ] && { echo CYCLES_RECORD; break; }
+done
 seen=" "
 for d in PERF_DIRS /usr/lib/linux-tools-* /usr/lib/linux-tools/*; do
   [ -d "$d" ] || continue
@@ -100,6 +107,7 @@ pub fn probe_script() -> String {
     let body = PROBE_BODY
         .replace("PERF_DIRS", &PERF_DIRS.join(" "))
         .replace("PROC_RECORD", PROC_RECORD)
+        .replace("CYCLES_RECORD", CYCLES_RECORD)
         .replace("PROC_TEXT_LIMIT", &wire::PROC_TEXT_LIMIT.to_string())
         .replace("NAME_LIMIT", &wire::NAME_LIMIT.to_string());
     format!("{}{TRUSTED_FN}{body}", wire::PRELUDE)
@@ -126,6 +134,10 @@ pub struct ContainerFacts {
     pub cap_eff: Option<u64>,
     /// 0 none, 1 strict, 2 filter (Docker's default profile).
     pub seccomp: Option<u8>,
+    /// A PMU in sysfs names a cycles event (false on VMs without one, such as this
+    /// project's CI): without it perf cannot count cycles, so the access trial needs no
+    /// time for them to count.
+    pub pmu_cycles: bool,
     pub processes: Vec<ProcInfo>,
 }
 
@@ -214,6 +226,7 @@ impl ContainerFacts {
                         }
                     }
                 }
+                CYCLES_RECORD if !in_processes => facts.pmu_cycles = true,
                 PROC_RECORD => facts.processes.extend(ProcInfo::from_record(&record)),
                 _ => {}
             }
@@ -285,6 +298,18 @@ mod tests {
         assert_eq!(f.processes.len(), 1);
         assert_eq!(f.processes[0].argv, vec!["demo-node"]);
         assert!(!f.sysctl_writable);
+    }
+
+    #[test]
+    fn a_cycles_event_is_known_from_its_record_before_the_processes_only() {
+        let without = ContainerFacts::parse(&header()).unwrap();
+        assert!(!without.pmu_cycles);
+        let with = ContainerFacts::parse(&format!("{}pmu_cycles\n", header())).unwrap();
+        assert!(with.pmu_cycles);
+        // A process cannot print the record: its command line is encoded, and a record
+        // after the first process is not read as a fact.
+        let late = format!("{}proc\t1\t0\t{}\npmu_cycles\n", header(), encode(b"x\0"));
+        assert!(!ContainerFacts::parse(&late).unwrap().pmu_cycles);
     }
 
     #[test]

@@ -11,9 +11,7 @@ use super::run::{placed, Run};
 use super::session::Recording;
 use super::{catching, jit, locate, resume, Target};
 use crate::docker::ExecOutput;
-use crate::engines::perf::{
-    self, download_data, ensure_data_written, record_tail, symfs_args, PerfEngine, PerfReady,
-};
+use crate::engines::perf::{self, bring_home, record_tail, symfs_args, PerfEngine, PerfReady};
 use crate::engines::Engine;
 use crate::error::{Error, Result};
 use crate::profile::folded::Folded;
@@ -161,7 +159,6 @@ async fn record_and_summarize(
     .await?;
     timings.insert("record".to_string(), recording.elapsed.as_millis() as u64);
     let report = perf::parse_record_report(&recording.output.stderr);
-    ensure_data_written(shell, &data_in_container, &recording.output.stderr, stem).await?;
 
     let t = Instant::now();
     // Copy-out and the summary share one deadline, as in a CPU capture.
@@ -170,7 +167,7 @@ async fn record_and_summarize(
         deadline.saturating_duration_since(Instant::now()),
         &target.container.name,
         "copy-out of perf.data",
-        download_data(shell, &data_in_container, stem),
+        bring_home(shell, &data_in_container, &recording.output.stderr, stem),
     )
     .await
     .inspect_err(|_| stem.discard(&["data"]))?;

@@ -1,9 +1,8 @@
-//! Whether perf may open events on the target process (a 100 ms trial before the window),
+//! Whether perf may open events on the target process (a trial before the window),
 //! which sampling event the CPU offers, and — when perf is denied — exactly what is missing
 //! and how to grant it, from the container's facts. Parsers are pure and unit-tested; the
 //! trial runs through a `ContainerShell`.
 
-use super::tool::PerfTool;
 use crate::docker::probe::{ContainerFacts, CAP_SYS_PTRACE};
 use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
@@ -127,18 +126,30 @@ pub struct Access {
     pub notes: Vec<String>,
 }
 
+/// How long the trial counts. A denial comes when perf opens its events, before any
+/// time; the time is for cycles to count where a PMU may count them (an idle target counts
+/// none, and then cpu-clock is sampled). Without a cycles event in sysfs no perf counts
+/// them, and the trial only needs to open its events.
+fn trial_seconds(facts: &ContainerFacts) -> &'static str {
+    if facts.pmu_cycles {
+        "0.1"
+    } else {
+        "0.01"
+    }
+}
+
 /// Checks, before the capture window, that perf may open events on `pid`, and picks the
 /// event.
 pub async fn check_access<S: ContainerShell>(
     shell: &S,
-    perf: &PerfTool,
+    perf_path: &str,
     facts: &ContainerFacts,
     pid: u32,
 ) -> Result<Access> {
     let mut notes = Vec::new();
     let pid_text = pid.to_string();
     let trial_argv = [
-        perf.path.as_str(),
+        perf_path,
         "stat",
         "-x,",
         "-e",
@@ -149,7 +160,7 @@ pub async fn check_access<S: ContainerShell>(
         &pid_text,
         "--",
         "sleep",
-        "0.1",
+        trial_seconds(facts),
     ];
     // Host-wide sysctls are never changed here: the capture lowers them only when asked
     // (--allow-sysctl), and restores them.
@@ -187,7 +198,7 @@ pub async fn check_access<S: ContainerShell>(
 mod tests {
     use super::*;
     use crate::docker::ExecOutput;
-    use crate::engines::perf::tool::build_option_on;
+    use crate::engines::perf::tool::{build_option_on, PerfTool};
     use std::collections::HashMap;
     use std::future::Future;
     use std::sync::Mutex;
@@ -289,7 +300,7 @@ mod tests {
             )]),
             calls: Mutex::new(vec![]),
         };
-        let access = check_access(&shell, &perf_tool(), &ContainerFacts::default(), 7)
+        let access = check_access(&shell, &perf_tool().path, &ContainerFacts::default(), 7)
             .await
             .unwrap();
         assert_eq!(access.event, "cpu-clock");
@@ -303,7 +314,7 @@ mod tests {
             )]),
             calls: Mutex::new(vec![]),
         };
-        let access = check_access(&counted, &perf_tool(), &ContainerFacts::default(), 7)
+        let access = check_access(&counted, &perf_tool().path, &ContainerFacts::default(), 7)
             .await
             .unwrap();
         assert_eq!(access.event, "cycles");
@@ -321,7 +332,7 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(
-            check_access(&writable, &perf_tool(), &facts, 7).await,
+            check_access(&writable, &perf_tool().path, &facts, 7).await,
             Err(Error::PerfDenied { .. })
         ));
         assert!(!writable
@@ -340,7 +351,7 @@ mod tests {
             cap_eff: Some(0),
             ..Default::default()
         };
-        match check_access(&read_only, &perf_tool(), &facts, 7).await {
+        match check_access(&read_only, &perf_tool().path, &facts, 7).await {
             Err(Error::PerfDenied { missing, .. }) => assert_eq!(missing.len(), 2),
             other => panic!("expected denial, got {other:?}"),
         }

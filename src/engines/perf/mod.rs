@@ -16,7 +16,9 @@ pub use access::{
 };
 pub use native::NATIVE as NATIVE_FOLD;
 pub use report::{parse_record_report, RecordReport};
-pub use tool::{build_option_on, find_perf, major_minor, order_perf_candidates, PerfTool};
+pub use tool::{
+    build_option_on, find_perf, major_minor, order_perf_candidates, perf_candidates, PerfTool,
+};
 
 use super::{CollectJob, Collected, Engine, RecordCommand, RecordJob, Tool};
 use crate::docker::archive::CopyLimit;
@@ -66,8 +68,22 @@ impl Engine for PerfEngine {
         facts: &'a ContainerFacts,
         process: &'a ProcInfo,
     ) -> Result<PerfReady> {
-        let perf = find_perf(shell, facts).await?;
-        let access = check_access(shell, &perf, facts, process.pid).await?;
+        // The trial runs beside the version query, with the perf tried first: one exec's
+        // wait instead of two. Where another perf is the one that answers, it is tried again.
+        let first = perf_candidates(facts).into_iter().next();
+        let trial = async {
+            match &first {
+                Some(path) => Some(check_access(shell, path, facts, process.pid).await),
+                None => None,
+            }
+        };
+        let (perf, trial) = tokio::join!(find_perf(shell, facts), trial);
+        let perf = perf?;
+        let access = match trial {
+            Some(trial) if first.as_deref() == Some(perf.path.as_str()) => trial?,
+            _ => check_access(shell, &perf.path, facts, process.pid).await?,
+        };
+        crate::ui::phases::mark("perf found, its access tried");
         Ok(PerfReady { perf, access })
     }
 
@@ -125,22 +141,31 @@ impl Engine for PerfEngine {
     ) -> Result<Collected> {
         let data_in_container = format!("{}/{DATA_NAME}", job.workdir);
         let report = parse_record_report(&job.recorded.stderr);
-        ensure_data_written(
-            job.shell,
-            &data_in_container,
-            &job.recorded.stderr,
-            job.stem,
-        )
-        .await?;
-        crate::ui::phases::mark("perf's output checked");
         let started = Instant::now();
-        download_data(job.shell, &data_in_container, job.stem).await?;
+        // What the native fold asks of the container is read while perf.data comes out.
+        let prefetch = async {
+            if native::wanted(job) {
+                native::prefetch(job).await
+            } else {
+                native::Prefetched::default()
+            }
+        };
+        let (home, prefetched) = tokio::join!(
+            bring_home(
+                job.shell,
+                &data_in_container,
+                &job.recorded.stderr,
+                job.stem,
+            ),
+            prefetch
+        );
+        home?;
         crate::ui::phases::mark("recording copied out");
         let mut timings_ms = vec![("download", started.elapsed().as_millis() as u64)];
         let mut notes = Vec::new();
         if native::wanted(job) {
             let started = Instant::now();
-            match native::fold(job).await {
+            match native::fold(job, prefetched).await {
                 Ok((fold, jit_notes)) if job.fold == FoldPath::Native || native::trusted(&fold) => {
                     timings_ms.push(("fold", started.elapsed().as_millis() as u64));
                     notes.extend(jit_notes);
@@ -356,7 +381,7 @@ pub fn record_tail(perf: &PerfTool, pid: u32, output: &str, duration: Duration) 
 
 /// After the window: fails (discarding the stem) when perf wrote no data, explaining why
 /// from what perf printed (`stderr`).
-pub async fn ensure_data_written(
+async fn ensure_data_written(
     shell: &Shell,
     data_in_container: &str,
     stderr: &str,
@@ -386,10 +411,32 @@ pub async fn ensure_data_written(
     Err(failure(&container, "perf record", stderr, &facts))
 }
 
+/// Copies perf.data out of the container as `<stem>.data` (`download_data`); where none
+/// came, or an empty one, fails as `ensure_data_written` does when perf wrote nothing. The
+/// copy is tried first: on the common path the check would cost an exec after every window.
+pub async fn bring_home(
+    shell: &Shell,
+    data_in_container: &str,
+    stderr: &str,
+    stem: &Stem,
+) -> Result<()> {
+    let copied = download_data(shell, data_in_container, stem).await;
+    let local = stem.path("data");
+    if copied.is_ok() && std::fs::metadata(&local).is_ok_and(|m| m.len() > 0) {
+        return Ok(());
+    }
+    if copied.is_ok() {
+        // An empty recording is not one to keep.
+        let _ = std::fs::remove_file(&local);
+    }
+    ensure_data_written(shell, data_in_container, stderr, stem).await?;
+    copied
+}
+
 /// Copies perf.data out of the container as `<stem>.data`: written as `<stem>.data.part`
 /// and renamed once whole, so that a `.data` in the store is always a whole recording
 /// (kept whatever fails after it) and a cut-off copy is never mistaken for one.
-pub async fn download_data(shell: &Shell, data_in_container: &str, stem: &Stem) -> Result<()> {
+async fn download_data(shell: &Shell, data_in_container: &str, stem: &Stem) -> Result<()> {
     let spinner = progress::spinner("copying perf.data out of the container");
     let data_name = stem.file_name(PARTIAL_DATA);
     let source_name = Path::new(data_in_container)

@@ -6,7 +6,8 @@
 //! cannot fetch).
 
 use super::CollectJob;
-use crate::docker::binary::{self, Fetched};
+use crate::docker::binary::{self, Fetched, FileStat};
+use crate::docker::wire;
 use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
 use crate::profile::perfdata::stacks::{self, NativeFold, RawProfile, Symbols};
@@ -81,15 +82,10 @@ const KALLSYMS_FOLLOWS: &str = "@@devprof-kallsyms";
 /// be half in it: such a list is not kept).
 const MODULES_AGAIN: &str = "@@devprof-modules";
 
-/// The kernel's symbols as the container sees them: the copy kept for its boot when that
-/// names every kernel frame, else /proc/kallsyms read now (and kept for the next fold).
-async fn kernel_symbols(
-    shell: &impl ContainerShell,
-    cache: &Path,
-    raw: &RawProfile,
-) -> Option<Kallsyms> {
-    // One exec says which kernel this is, and prints kallsyms unless a copy is kept for it
-    // (every kept boot is asked about: the host's and an engine's VM may differ).
+/// One exec says which kernel this is, and prints kallsyms unless a copy is kept for it
+/// (every kept boot is asked about: the host's and an engine's VM may differ). Its output,
+/// None when it failed (no shell in the container).
+async fn kernel_listing(shell: &impl ContainerShell, cache: &Path) -> Option<String> {
     let kept_boots: Vec<String> = kernel_cache::kept_boots(cache)
         .iter()
         .map(|b| quote(b))
@@ -105,11 +101,24 @@ async fn kernel_symbols(
          case \"$boot\" in {pattern}) ;; *) cat /proc/kallsyms; echo {MODULES_AGAIN}; \
          cat /proc/modules 2>/dev/null; true ;; esac"
     );
+    let out = shell.sh(&script).await.ok()?;
+    out.success().then_some(out.stdout)
+}
+
+/// The kernel's symbols as the container sees them (`listing`, from `kernel_listing`):
+/// the copy kept for its boot when that names every kernel frame, else /proc/kallsyms read
+/// now (and kept for the next fold).
+async fn kernel_symbols(
+    shell: &impl ContainerShell,
+    cache: &Path,
+    raw: &RawProfile,
+    listing: Option<String>,
+) -> Option<Kallsyms> {
     let mut id = None;
     let mut kept = None;
-    if let Ok(out) = shell.sh(&script).await {
+    if let Some(stdout) = listing {
         let marker = format!("\n{KALLSYMS_FOLLOWS}\n");
-        if let Some((head, rest)) = out.stdout.split_once(&marker).filter(|_| out.success()) {
+        if let Some((head, rest)) = stdout.split_once(&marker) {
             let (boot, modules) = head.split_once('\n').unwrap_or((head, ""));
             id = KernelIdentity::new(boot, modules);
             if let Some((listing, after)) = rest.rsplit_once(&format!("{MODULES_AGAIN}\n")) {
@@ -138,6 +147,89 @@ async fn kernel_symbols(
     }
 }
 
+/// The files the process maps now, with their size, mtime and inode in the container: read
+/// while the recording is copied out, so that the fold after it need not ask (the files
+/// its stacks point into are nearly always among them). At most `FETCH_FILES_BUDGET`.
+async fn stat_mapped(job: &CollectJob<'_>) -> HashMap<String, FileStat> {
+    let root = job.symfs.as_deref().unwrap_or("");
+    let script = mapped_stats_script(root, job.pid);
+    let Ok(out) = job.shell.sh(&script).await else {
+        return HashMap::new();
+    };
+    parse_mapped_stats(&out.stdout, root)
+}
+
+/// The script `stat_mapped` runs: the files in `/proc/PID/maps`, seen under `root`, as
+/// one encoded NUL-separated list (a file name is the process's to choose), then one
+/// `SIZE MTIME INODE` line for each from a single `stat` (a fork per file would cost more
+/// than the exec it saves on a loaded host).
+fn mapped_stats_script(root: &str, pid: u32) -> String {
+    format!(
+        "{prelude}\nset --; last=; n=0\n\
+         while read -r a b c d e f; do\n\
+           case \"$f\" in /*) ;; *) continue;; esac\n\
+           [ \"$f\" = \"$last\" ] && continue; last=$f\n\
+           [ -f {root}\"$f\" ] || continue\n\
+           n=$((n+1)); [ $n -le {budget} ] || break\n\
+           set -- \"$@\" {root}\"$f\"\n\
+         done < /proc/{pid}/maps\n\
+         [ $# -gt 0 ] || exit 0\n\
+         printf 'files\\t'; printf '%s\\0' \"$@\" | enc {limit}; echo\n\
+         stat -L -c '%s %Y %i' -- \"$@\" 2>/dev/null",
+        prelude = wire::PRELUDE,
+        budget = binary::FETCH_FILES_BUDGET,
+        root = quote(root),
+        limit = binary::FETCH_FILES_BUDGET * (wire::NAME_LIMIT + 1),
+    )
+}
+
+/// The `files` record, then a stat line for each file in it. A list and lines that do not
+/// pair up (a file gone between the two, `enc` without `od`) give nothing: the fold then
+/// asks for what it needs.
+fn parse_mapped_stats(text: &str, root: &str) -> HashMap<String, FileStat> {
+    let mut lines = text.lines();
+    let Some(files) = lines
+        .by_ref()
+        .map(wire::Record::parse)
+        .find(|r| r.key == "files")
+        .and_then(|r| r.bytes(0))
+    else {
+        return HashMap::new();
+    };
+    let paths: Vec<&[u8]> = files
+        .strip_suffix(b"\0")
+        .unwrap_or(&files)
+        .split(|b| *b == 0)
+        .collect();
+    let stats: Vec<Option<FileStat>> = lines.map(binary::parse_stat).collect();
+    if paths.len() != stats.len() || stats.iter().any(Option::is_none) {
+        return HashMap::new();
+    }
+    paths
+        .into_iter()
+        .zip(stats)
+        .filter_map(|(path, stat)| {
+            let path = std::str::from_utf8(path).ok()?.strip_prefix(root)?;
+            Some((path.to_string(), stat?))
+        })
+        .collect()
+}
+
+/// What is read from the container while the recording is copied out (`prefetch`).
+#[derive(Default)]
+pub struct Prefetched {
+    kernel: Option<String>,
+    stats: HashMap<String, FileStat>,
+}
+
+/// Reads, beside the copy-out of the recording, what the fold would otherwise ask the
+/// container after it: the kernel's listing and the files the process maps.
+pub async fn prefetch(job: &CollectJob<'_>) -> Prefetched {
+    let cache = job.stem.dir().join(SYMBOL_CACHE);
+    let (kernel, stats) = tokio::join!(kernel_listing(job.shell, &cache), stat_mapped(job));
+    Prefetched { kernel, stats }
+}
+
 /// Parses kallsyms text read now and keeps it for the rest of the boot (off the async
 /// threads: megabytes to parse and write).
 async fn parse_and_keep(
@@ -161,15 +253,20 @@ async fn parse_and_keep(
 
 /// Copies `paths` (as the capture names them) out of the container into the store's
 /// symbol cache; the ones that came out, with their local copies.
-async fn fetch_local(job: &CollectJob<'_>, paths: Vec<String>) -> Vec<(String, PathBuf)> {
+async fn fetch_local(
+    job: &CollectJob<'_>,
+    paths: Vec<String>,
+    known: &HashMap<String, FileStat>,
+) -> Vec<(String, PathBuf)> {
     // In a sidecar, the target's files are seen under its /proc/<pid>/root.
     let root = job.symfs.as_deref().unwrap_or("");
-    let fetched = binary::fetch_cached(
+    let fetched = binary::fetch_cached_knowing(
         job.shell,
         root,
         job.target_container,
         &paths,
         job.stem.dir(),
+        known,
     )
     .await;
     paths
@@ -260,14 +357,24 @@ async fn read_jitdump(
 
 /// Folds the downloaded `<stem>.data` natively and writes its timeline; with notes on
 /// how its JIT code was named.
-pub async fn fold(job: &CollectJob<'_>) -> Result<(NativeFold, Vec<String>)> {
+pub async fn fold(
+    job: &CollectJob<'_>,
+    prefetched: Prefetched,
+) -> Result<(NativeFold, Vec<String>)> {
     let spinner = progress::spinner("symbolizing and folding stacks (native)");
-    let result = fold_inner(job).await;
+    let result = fold_inner(job, prefetched).await;
     spinner.finish_and_clear();
     result
 }
 
-async fn fold_inner(job: &CollectJob<'_>) -> Result<(NativeFold, Vec<String>)> {
+async fn fold_inner(
+    job: &CollectJob<'_>,
+    prefetched: Prefetched,
+) -> Result<(NativeFold, Vec<String>)> {
+    let Prefetched {
+        kernel: listing,
+        stats,
+    } = prefetched;
     let data = job.stem.path("data");
     let read_path = data.clone();
     let dwarf = job.call_graph == CallGraph::Dwarf;
@@ -279,7 +386,7 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<(NativeFold, Vec<String>)> {
             .await
             .map_err(|e| Error::io("read perf.data", std::io::Error::other(e)))?
             .map_err(|e| Error::io(format!("read {}", data.display()), e))?;
-        binaries = fetch_local(job, mapped).await;
+        binaries = fetch_local(job, mapped, &stats).await;
     }
     let raw = tokio::task::spawn_blocking(move || {
         if !dwarf {
@@ -299,6 +406,7 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<(NativeFold, Vec<String>)> {
     .map_err(|e| Error::io("read perf.data", std::io::Error::other(e)))?
     .map_err(|e| Error::io(format!("read {}", data.display()), e))?;
 
+    crate::ui::phases::mark("perf.data read");
     let paths = raw.files_used();
     let kernel = raw.has_kernel_frames();
     let (perf_maps, jit_notes) = jit_names(job, &raw).await;
@@ -308,9 +416,10 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<(NativeFold, Vec<String>)> {
         if !kernel {
             return None;
         }
-        kernel_symbols(job.shell, &cache, &raw).await
+        kernel_symbols(job.shell, &cache, &raw, listing).await
     };
-    let (mut locals, kallsyms) = tokio::join!(fetch_local(job, paths), kallsyms);
+    let (mut locals, kallsyms) = tokio::join!(fetch_local(job, paths, &stats), kallsyms);
+    crate::ui::phases::mark("symbol files fetched");
     if raw.modules.iter().any(|m| m == unwind::VDSO) {
         locals.extend(unwind::own_vdso_file(&cache).map(|local| (unwind::VDSO.to_string(), local)));
     }
@@ -339,4 +448,51 @@ async fn fold_inner(job: &CollectJob<'_>) -> Result<(NativeFold, Vec<String>)> {
     .map_err(|e| Error::io("fold perf.data", std::io::Error::other(e)))?
     .map_err(|e| Error::io("write the timeline", e))
     .map(|fold| (fold, jit_notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::docker::wire::encode;
+
+    #[test]
+    fn mapped_stats_pair_encoded_paths_with_stat_lines_or_give_nothing() {
+        let list = encode(b"/r/usr/lib/libc.so.6\0/r/tmp/a\nfile\tb\0");
+        let text = format!("files\t{list}\n1024 1700000000 42\n7 1 2\n");
+        let stats = parse_mapped_stats(&text, "/r");
+        assert_eq!(
+            stats.get("/usr/lib/libc.so.6"),
+            Some(&(1024, 1700000000, 42))
+        );
+        // A newline in a file's name stays in its name.
+        assert_eq!(stats.get("/tmp/a\nfile\tb"), Some(&(7, 1, 2)));
+        assert_eq!(stats.len(), 2, "{stats:?}");
+        // One file gone before `stat` saw it: the lines no longer pair up.
+        let short = format!("files\t{list}\n1024 1700000000 42\n");
+        assert!(parse_mapped_stats(&short, "/r").is_empty());
+        let bad = format!("files\t{list}\n1024 x 42\n7 1 2\n");
+        assert!(parse_mapped_stats(&bad, "/r").is_empty());
+        assert!(parse_mapped_stats("", "").is_empty());
+    }
+
+    /// The script as the container runs it, run here on this test's own process: its
+    /// executable is listed with the size and inode the file has.
+    #[test]
+    fn the_mapped_stats_script_lists_the_processs_files_with_their_stat() {
+        let script = mapped_stats_script("", std::process::id());
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .expect("sh on this host");
+        let stats = parse_mapped_stats(&String::from_utf8_lossy(&out.stdout), "");
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let meta = std::fs::metadata(&exe).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let listed = stats.get(exe.to_str().unwrap()).copied();
+        assert_eq!(
+            listed,
+            Some((meta.len(), meta.mtime(), meta.ino())),
+            "{stats:?}"
+        );
+    }
 }
