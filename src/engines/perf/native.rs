@@ -82,10 +82,9 @@ const KALLSYMS_FOLLOWS: &str = "@@devprof-kallsyms";
 /// be half in it: such a list is not kept).
 const MODULES_AGAIN: &str = "@@devprof-modules";
 
-/// One exec says which kernel this is, and prints kallsyms unless a copy is kept for it
-/// (every kept boot is asked about: the host's and an engine's VM may differ). Its output,
-/// None when it failed (no shell in the container).
-async fn kernel_listing(shell: &impl ContainerShell, cache: &Path) -> Option<String> {
+/// The script that says which kernel this is, and prints kallsyms unless a copy is kept
+/// for it (every kept boot is asked about: the host's and an engine's VM may differ).
+fn kernel_listing_script(cache: &Path) -> String {
     let kept_boots: Vec<String> = kernel_cache::kept_boots(cache)
         .iter()
         .map(|b| quote(b))
@@ -95,17 +94,16 @@ async fn kernel_listing(shell: &impl ContainerShell, cache: &Path) -> Option<Str
     } else {
         kept_boots.join("|")
     };
-    let script = format!(
+    format!(
         "read -r boot < /proc/sys/kernel/random/boot_id; printf '%s\\n' \"$boot\"; \
          cat /proc/modules 2>/dev/null; echo {KALLSYMS_FOLLOWS}; \
          case \"$boot\" in {pattern}) ;; *) cat /proc/kallsyms; echo {MODULES_AGAIN}; \
          cat /proc/modules 2>/dev/null; true ;; esac"
-    );
-    let out = shell.sh(&script).await.ok()?;
-    out.success().then_some(out.stdout)
+    )
 }
 
-/// The kernel's symbols as the container sees them (`listing`, from `kernel_listing`):
+/// The kernel's symbols as the container sees them (`listing`, what `kernel_listing_script`
+/// printed):
 /// the copy kept for its boot when that names every kernel frame, else /proc/kallsyms read
 /// now (and kept for the next fold).
 async fn kernel_symbols(
@@ -147,19 +145,9 @@ async fn kernel_symbols(
     }
 }
 
-/// The files the process maps now, with their size, mtime and inode in the container: read
-/// while the recording is copied out, so that the fold after it need not ask (the files
-/// its stacks point into are nearly always among them). At most `FETCH_FILES_BUDGET`.
-async fn stat_mapped(job: &CollectJob<'_>) -> HashMap<String, FileStat> {
-    let root = job.symfs.as_deref().unwrap_or("");
-    let script = mapped_stats_script(root, job.pid);
-    let Ok(out) = job.shell.sh(&script).await else {
-        return HashMap::new();
-    };
-    parse_mapped_stats(&out.stdout, root)
-}
-
-/// The script `stat_mapped` runs: the files in `/proc/PID/maps`, seen under `root`, as
+/// The files the process maps now, with their size, mtime and inode in the container (the
+/// files a recording's stacks point into are nearly always among them; at most
+/// `FETCH_FILES_BUDGET`): the files in `/proc/PID/maps`, seen under `root`, as
 /// one encoded NUL-separated list (a file name is the process's to choose), then one
 /// `SIZE MTIME INODE` line for each from a single `stat` (a fork per file would cost more
 /// than the exec it saves on a loaded host).
@@ -173,9 +161,10 @@ fn mapped_stats_script(root: &str, pid: u32) -> String {
            n=$((n+1)); [ $n -le {budget} ] || break\n\
            set -- \"$@\" {root}\"$f\"\n\
          done < /proc/{pid}/maps\n\
-         [ $# -gt 0 ] || exit 0\n\
-         printf 'files\\t'; printf '%s\\0' \"$@\" | enc {limit}; echo\n\
-         stat -L -c '%s %Y %i' -- \"$@\" 2>/dev/null",
+         if [ $# -gt 0 ]; then\n\
+           printf 'files\\t'; printf '%s\\0' \"$@\" | enc {limit}; echo\n\
+           stat -L -c '%s %Y %i' -- \"$@\" 2>/dev/null\n\
+         fi",
         prelude = wire::PRELUDE,
         budget = binary::FETCH_FILES_BUDGET,
         root = quote(root),
@@ -222,12 +211,39 @@ pub struct Prefetched {
     stats: HashMap<String, FileStat>,
 }
 
+/// Ends the mapped files' part of the prefetch's output; the kernel's listing follows.
+const MAPPED_END: &str = "@@devprof-mapped-end";
+
 /// Reads, beside the copy-out of the recording, what the fold would otherwise ask the
-/// container after it: the kernel's listing and the files the process maps.
+/// container after it: the files the process maps and the kernel's listing, in one exec
+/// (on a loaded host an exec costs its CPU more than its wait).
 pub async fn prefetch(job: &CollectJob<'_>) -> Prefetched {
+    let root = job.symfs.as_deref().unwrap_or("");
     let cache = job.stem.dir().join(SYMBOL_CACHE);
-    let (kernel, stats) = tokio::join!(kernel_listing(job.shell, &cache), stat_mapped(job));
-    Prefetched { kernel, stats }
+    let script = prefetch_script(root, job.pid, &cache);
+    match job.shell.sh(&script).await {
+        Ok(out) => parse_prefetch(&out.stdout, out.success(), root),
+        Err(_) => Prefetched::default(),
+    }
+}
+
+fn prefetch_script(root: &str, pid: u32, cache: &Path) -> String {
+    format!(
+        "{}\necho {MAPPED_END}\n{}",
+        mapped_stats_script(root, pid),
+        kernel_listing_script(cache)
+    )
+}
+
+/// The prefetch's output: the kernel's listing is kept only from a script that succeeded.
+fn parse_prefetch(stdout: &str, success: bool, root: &str) -> Prefetched {
+    let Some((mapped, kernel)) = stdout.split_once(&format!("{MAPPED_END}\n")) else {
+        return Prefetched::default();
+    };
+    Prefetched {
+        kernel: success.then(|| kernel.to_string()),
+        stats: parse_mapped_stats(mapped, root),
+    }
 }
 
 /// Parses kallsyms text read now and keeps it for the rest of the boot (off the async
@@ -476,15 +492,26 @@ mod tests {
     }
 
     /// The script as the container runs it, run here on this test's own process: its
-    /// executable is listed with the size and inode the file has.
+    /// executable is listed with the size and inode the file has, and the kernel's listing
+    /// (no copy kept: kallsyms too) follows.
     #[test]
-    fn the_mapped_stats_script_lists_the_processs_files_with_their_stat() {
-        let script = mapped_stats_script("", std::process::id());
+    fn the_prefetch_script_lists_the_processs_files_with_their_stat_then_the_kernel() {
+        let cache = tempfile::tempdir().unwrap();
+        let script = prefetch_script("", std::process::id(), cache.path());
         let out = std::process::Command::new("sh")
             .args(["-c", &script])
             .output()
             .expect("sh on this host");
-        let stats = parse_mapped_stats(&String::from_utf8_lossy(&out.stdout), "");
+        let prefetched = parse_prefetch(&String::from_utf8_lossy(&out.stdout), true, "");
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+        let kernel = prefetched.kernel.unwrap();
+        assert!(
+            kernel.starts_with(boot.trim()),
+            "{}",
+            &kernel[..80.min(kernel.len())]
+        );
+        assert!(kernel.contains(KALLSYMS_FOLLOWS) && kernel.contains(MODULES_AGAIN));
+        let stats = prefetched.stats;
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
         let meta = std::fs::metadata(&exe).unwrap();
         use std::os::unix::fs::MetadataExt;
