@@ -195,7 +195,7 @@ impl<R> Target<R> {
     /// happened.
     pub async fn release(&self) {
         if let Some(workdir) = self.take_early_workdir() {
-            session::cleanup_workdir(&self.shell, &workdir).await;
+            session::remove_unused_workdir(&self.shell, &workdir).await;
         }
         if let Some(saved) = &self.sysctls {
             sysctl::restore(&self.shell, saved).await;
@@ -245,20 +245,36 @@ pub async fn find_target<E: Engine>(
     let mode = placement.mode;
     if mode != CaptureMode::Sidecar {
         let prepare = || engine.prepare(&located.shell, &located.facts, &located.process);
-        // The capture's workdir is made meanwhile (it is needed once the engine is ready).
-        let (mut attempt, early_workdir) =
-            tokio::join!(prepare(), session::make_workdir(&located.shell));
-        let early_workdir = early_workdir.ok();
+        // The capture's workdir is made meanwhile (it is needed once the engine is ready),
+        // where the container has a perf: without one a perf capture fails here, and auto
+        // moves to a sidecar, which leaves the target untouched.
+        let early = async {
+            if located.facts.perf_candidates.is_empty() {
+                None
+            } else {
+                session::make_workdir(&located.shell).await.ok()
+            }
+        };
+        let (mut attempt, early_workdir) = tokio::join!(prepare(), early);
         let mut sysctls = None;
         if matches!(attempt, Err(Error::PerfDenied { .. })) && located.facts.sysctl_writable {
             if placement.allow_sysctl {
                 // Nothing is lowered unless it can be restored without the target too.
-                let helper = sysctl::check_helper(
+                let helper = match sysctl::check_helper(
                     &located.docker,
                     &located.container.name,
                     &placement.profiler_image,
                 )
-                .await?;
+                .await
+                {
+                    Ok(helper) => helper,
+                    Err(e) => {
+                        if let Some(workdir) = &early_workdir {
+                            session::remove_unused_workdir(&located.shell, workdir).await;
+                        }
+                        return Err(e);
+                    }
+                };
                 sysctls = sysctl::lower(&located.shell, helper).await;
                 if let Some(saved) = &sysctls {
                     attempt = prepare().await;
@@ -276,7 +292,7 @@ pub async fn find_target<E: Engine>(
         }
         if attempt.is_err() {
             if let Some(workdir) = &early_workdir {
-                session::cleanup_workdir(&located.shell, workdir).await;
+                session::remove_unused_workdir(&located.shell, workdir).await;
             }
         }
         match attempt {

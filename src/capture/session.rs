@@ -43,6 +43,15 @@ pub async fn make_workdir(shell: &Shell) -> Result<String> {
     Ok(dir)
 }
 
+/// Removes a workdir nothing ran in (made early, then not used): `rmdir`, which removes
+/// only an empty directory, not `cleanup_workdir`'s search for processes.
+pub async fn remove_unused_workdir(shell: &Shell, workdir: &str) {
+    let removed = tokio::time::timeout(CLEANUP_LIMIT, shell.run(&["rmdir", "--", workdir])).await;
+    if !matches!(removed, Ok(Ok(ref out)) if out.success()) {
+        cleanup_workdir(shell, workdir).await;
+    }
+}
+
 /// Longest the clean-up exec may take.
 const CLEANUP_LIMIT: Duration = Duration::from_secs(20);
 

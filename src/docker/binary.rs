@@ -197,6 +197,15 @@ pub async fn fetch_cached_knowing(
                 out.push(Fetched::Failed(e.to_string()));
                 continue;
             }
+            // A file replaced since it was judged is not kept under the old one's key
+            // (the next capture judges it again).
+            if landed != size {
+                let _ = std::fs::remove_file(&local);
+                out.push(Fetched::Failed(format!(
+                    "{path} changed while it was copied out ({size} bytes judged, {landed} copied)"
+                )));
+                continue;
+            }
         }
         out.push(Fetched::Local {
             local,

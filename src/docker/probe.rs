@@ -56,7 +56,7 @@ const HEADER: [&str; 6] = [
 ];
 
 /// The record that says a PMU in sysfs names a cycles event (`.../events/cpu-cycles`, or
-/// `cpu_cycles` on Arm): without one no perf here counts cycles.
+/// `cpu_cycles` on Arm): without one, most likely no PMU here counts cycles.
 const CYCLES_RECORD: &str = "pmu_cycles";
 
 /// The part of the probe after the shell functions: the header, perf candidates, then
@@ -134,9 +134,9 @@ pub struct ContainerFacts {
     pub cap_eff: Option<u64>,
     /// 0 none, 1 strict, 2 filter (Docker's default profile).
     pub seccomp: Option<u8>,
-    /// A PMU in sysfs names a cycles event (false on VMs without one, such as this
-    /// project's CI): without it perf cannot count cycles, so the access trial needs no
-    /// time for them to count.
+    /// A PMU in sysfs names a cycles event (false on VMs without a PMU, such as this
+    /// project's CI): without it perf most likely cannot count cycles, so the access
+    /// trial gives them no time to count.
     pub pmu_cycles: bool,
     pub processes: Vec<ProcInfo>,
 }

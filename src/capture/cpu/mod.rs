@@ -290,7 +290,8 @@ async fn capture_with<E: Engine>(
         return Err(Error::Interrupted);
     }
     // A command is checked (found on the process's PATH, a way to run it as the process's
-    // user) before anything is made in the container or the store.
+    // user) before anything is made in the store or run in the container (only the empty
+    // workdir is made by then).
     let run_as = match &settings.command {
         Some(command) => Some(command::prepare_for(target, &command[0]).await?),
         None => None,

@@ -128,8 +128,10 @@ pub struct Access {
 
 /// How long the trial counts. A denial comes when perf opens its events, before any
 /// time; the time is for cycles to count where a PMU may count them (an idle target counts
-/// none, and then cpu-clock is sampled). Without a cycles event in sysfs no perf counts
-/// them, and the trial only needs to open its events.
+/// none, and then cpu-clock is sampled). Where no PMU in sysfs names a cycles event (no PMU
+/// at all, as on this project's CI VM) the trial only opens its events: a PMU that names
+/// cycles otherwise and counts them then has a 10 ms trial, which an idle target may pass
+/// with cpu-clock.
 fn trial_seconds(facts: &ContainerFacts) -> &'static str {
     if facts.pmu_cycles {
         "0.1"

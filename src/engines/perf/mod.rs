@@ -430,7 +430,12 @@ pub async fn bring_home(
         let _ = std::fs::remove_file(&local);
     }
     ensure_data_written(shell, data_in_container, stderr, stem).await?;
-    copied
+    // Written, yet its copy came out empty: nothing to fold.
+    copied.and(Err(Error::PerfFailed {
+        container: shell.container().to_string(),
+        step: "copy perf.data out".into(),
+        detail: format!("{data_in_container} came out empty"),
+    }))
 }
 
 /// Copies perf.data out of the container as `<stem>.data`: written as `<stem>.data.part`

@@ -185,11 +185,11 @@ fn parse_mapped_stats(text: &str, root: &str) -> HashMap<String, FileStat> {
     else {
         return HashMap::new();
     };
-    let paths: Vec<&[u8]> = files
-        .strip_suffix(b"\0")
-        .unwrap_or(&files)
-        .split(|b| *b == 0)
-        .collect();
+    // Every name ends with its NUL (without `od`, `enc` turns them into spaces).
+    let Some(files) = files.strip_suffix(b"\0") else {
+        return HashMap::new();
+    };
+    let paths: Vec<&[u8]> = files.split(|b| *b == 0).collect();
     let stats: Vec<Option<FileStat>> = lines.map(binary::parse_stat).collect();
     if paths.len() != stats.len() || stats.iter().any(Option::is_none) {
         return HashMap::new();
@@ -430,6 +430,10 @@ async fn fold_inner(
     let cache = job.stem.dir().join(SYMBOL_CACHE);
     let kallsyms = async {
         if !kernel {
+            // A listing the prefetch read whole is still kept for the boot's next fold.
+            if let Some(whole) = listing.filter(|l| l.contains(MODULES_AGAIN)) {
+                kernel_symbols(job.shell, &cache, &raw, Some(whole)).await;
+            }
             return None;
         }
         kernel_symbols(job.shell, &cache, &raw, listing).await
@@ -489,6 +493,16 @@ mod tests {
         let bad = format!("files\t{list}\n1024 x 42\n7 1 2\n");
         assert!(parse_mapped_stats(&bad, "/r").is_empty());
         assert!(parse_mapped_stats("", "").is_empty());
+        // A prefetch that failed keeps its stats, not its kernel listing.
+        let failed = parse_prefetch(
+            &format!("{text}{MAPPED_END}\nboot\n{KALLSYMS_FOLLOWS}\n"),
+            false,
+            "/r",
+        );
+        assert_eq!((failed.stats.len(), failed.kernel), (2, None));
+        // Names whose NULs became spaces (`enc` without `od`) are not taken.
+        let spaced = format!("files\t{}\n7 1 2\n", encode(b"/r/app/x "));
+        assert!(parse_mapped_stats(&spaced, "/r").is_empty());
     }
 
     /// The script as the container runs it, run here on this test's own process: its

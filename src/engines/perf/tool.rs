@@ -133,9 +133,6 @@ impl PerfTool {
     }
 }
 
-/// Finds a working perf: the first candidate, in preference order, whose `--version` runs.
-/// Debian's old `perf` wrapper, for one, fails when no perf matches the kernel. Only paths
-/// in root's own directories are ever run (the probe found them there, owned by root).
 /// The perf binaries the probe found, in the order they are tried.
 pub fn perf_candidates(facts: &ContainerFacts) -> Vec<String> {
     let candidates: Vec<String> = facts
@@ -147,6 +144,9 @@ pub fn perf_candidates(facts: &ContainerFacts) -> Vec<String> {
     order_perf_candidates(&candidates, &facts.kernel)
 }
 
+/// Finds a working perf: the first candidate, in preference order, whose `--version` runs.
+/// Debian's old `perf` wrapper, for one, fails when no perf matches the kernel. Only paths
+/// in root's own directories are ever run (the probe found them there, owned by root).
 pub async fn find_perf<S: ContainerShell>(shell: &S, facts: &ContainerFacts) -> Result<PerfTool> {
     let version_of = |stdout: &str| {
         let first = stdout.lines().next()?.trim();
