@@ -102,10 +102,9 @@ fn kernel_listing_script(cache: &Path) -> String {
     )
 }
 
-/// The kernel's symbols as the container sees them (`listing`, what `kernel_listing_script`
-/// printed):
-/// the copy kept for its boot when that names every kernel frame, else /proc/kallsyms read
-/// now (and kept for the next fold).
+/// The kernel's symbols as the container sees them (`listing`: what `kernel_listing_script`
+/// printed): the copy kept for its boot when that names every kernel frame, else
+/// /proc/kallsyms read now (and kept for the next fold).
 async fn kernel_symbols(
     shell: &impl ContainerShell,
     cache: &Path,
