@@ -479,27 +479,25 @@ fn a_recording_is_checked_by_its_copy_and_a_missing_or_empty_one_fails_as_before
             .unwrap();
         assert_eq!(std::fs::read(whole.path("data")).unwrap(), b"PERFILE2");
 
-        let empty = stem("empty");
-        let e = bring_home(
-            &shell,
-            &format!("{dir}/empty.data"),
+        // A copy that fails: the error, and the stem it left.
+        let failing = async |file: &str, stderr: &str| {
+            let stem = stem(file);
+            let path = format!("{dir}/{file}.data");
+            (
+                bring_home(&shell, &path, stderr, &stem).await.unwrap_err(),
+                stem,
+            )
+        };
+
+        let (e, empty) = failing(
+            "empty",
             "failed to mmap with 1 (Operation not permitted)\nPermission error mapping pages.\n",
-            &empty,
         )
-        .await
-        .unwrap_err();
+        .await;
         assert!(e.to_string().contains("ring buffer"), "{e}");
         assert!(!empty.path("data").exists() && !empty.path("data.part").exists());
 
-        let missing = stem("missing");
-        let e = bring_home(
-            &shell,
-            &format!("{dir}/missing.data"),
-            "perf: something went wrong here\n",
-            &missing,
-        )
-        .await
-        .unwrap_err();
+        let (e, missing) = failing("missing", "perf: something went wrong here\n").await;
         assert!(e.to_string().contains("something went wrong here"), "{e}");
         assert!(!missing.path("data").exists());
     });

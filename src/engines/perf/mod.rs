@@ -143,8 +143,9 @@ impl Engine for PerfEngine {
         let report = parse_record_report(&job.recorded.stderr);
         let started = Instant::now();
         // What the native fold asks of the container is read while perf.data comes out.
+        let native_first = native::wanted(job);
         let prefetch = async {
-            if native::wanted(job) {
+            if native_first {
                 native::prefetch(job).await
             } else {
                 native::Prefetched::default()
@@ -163,7 +164,7 @@ impl Engine for PerfEngine {
         crate::ui::phases::mark("recording copied out");
         let mut timings_ms = vec![("download", started.elapsed().as_millis() as u64)];
         let mut notes = Vec::new();
-        if native::wanted(job) {
+        if native_first {
             let started = Instant::now();
             match native::fold(job, prefetched).await {
                 Ok((fold, jit_notes)) if job.fold == FoldPath::Native || native::trusted(&fold) => {
@@ -434,7 +435,7 @@ pub async fn bring_home(
     copied.and(Err(Error::PerfFailed {
         container: shell.container().to_string(),
         step: "copy perf.data out".into(),
-        detail: format!("{data_in_container} came out empty"),
+        detail: format!("{data_in_container} came out empty, though perf wrote it; record again"),
     }))
 }
 
