@@ -35,6 +35,8 @@ pub fn wait_for_release(otherwise: &str) -> String {
 pub const CONTROL_FIFO: &str = "perf.ctl";
 const ACK_FIFO: &str = "perf.ack";
 const RECORDER_STDERR: &str = "perf.err";
+/// The pid of a timed script's sleep, while it sleeps.
+const TIMER_PIDFILE: &str = "perf.timer";
 
 /// How long a controlled perf's `sleep` runs past the window in a session: it starts
 /// before the gate, and the session's armed stop (or the deadlines) end it at the
@@ -80,8 +82,15 @@ pub fn controlled_argv_with_slack(
 /// The shell script that runs the recorder: it writes the pidfile, says it is ready, waits
 /// for the release on its stdin, says it starts, and records. With a controlled perf, perf
 /// is started first and is ready (its events opened, disabled) before the script says so;
-/// the release enables them. Where the fifos cannot be made, the ordinary way.
-pub fn record_script(argv: &[String], controlled: Option<&[String]>, workdir: &str) -> String {
+/// the release enables them, and where `stop_after` is given the script itself disables
+/// and stops perf that long after (alone: no exec is armed for the stop, which would start
+/// while perf starts up and take its CPU). Where the fifos cannot be made, the ordinary way.
+pub fn record_script(
+    argv: &[String],
+    controlled: Option<&[String]>,
+    workdir: &str,
+    stop_after: Option<Duration>,
+) -> String {
     let join = |argv: &[String]| argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
     let pidfile = quote(&format!("{workdir}/{RECORDER_PIDFILE}"));
     let ordinary = format!(
@@ -104,6 +113,26 @@ pub fn record_script(argv: &[String], controlled: Option<&[String]>, workdir: &s
     // The stop is a SIGINT; perf then ends its `sleep` with SIGTERM and exits with its
     // status (143), or re-raises the SIGINT (130), once its output is written: that is
     // how this recorder ends, not a failure (its output is checked after).
+    // The timer is a subshell with no output of its own (an open stdout would hold the
+    // exec open) and no trap (a signal sent to a child it just forked could be lost with
+    // one). A perf that ends first (Ctrl-C, the target gone) ends it, and its sleep by the
+    // pid it wrote down, which it removes once the sleep is over: never a stale pid.
+    let (timer, timer_end) = match stop_after {
+        Some(after) => (
+            format!(
+                "( sleep {secs} & echo $! > {timer_pid}; wait $!; r=$?; rm -f {timer_pid}; \
+                   [ $r -eq 0 ] && {{ echo disable 1<> {ctl}; kill -INT $p 2>/dev/null; }} ) \
+                   </dev/null >/dev/null 2>&1 & t=$!; ",
+                secs = after.as_secs_f64(),
+                timer_pid = quote(&format!("{workdir}/{TIMER_PIDFILE}")),
+            ),
+            format!(
+                "kill $t 2>/dev/null; {{ read -r s < {timer_pid} && kill \"$s\"; }} 2>/dev/null; ",
+                timer_pid = quote(&format!("{workdir}/{TIMER_PIDFILE}")),
+            ),
+        ),
+        None => (String::new(), String::new()),
+    };
     format!(
         "{WAIT_UNTIL_FN}rm -f {ctl} {ack} {err}; \
          if ! mkfifo -m 600 {ctl} {ack} 2>/dev/null; then {ordinary}; fi; \
@@ -115,8 +144,8 @@ pub fn record_script(argv: &[String], controlled: Option<&[String]>, workdir: &s
          done; \
          echo {READY_MARKER}; \
          read _go || {{ kill -INT $p; wait $p; exit 0; }}; \
-         {wait}echo enable 1<> {ctl}; echo {START_MARKER}; \
-         wait $p; rc=$?; cat {err} >&2; case $rc in 130|143) rc=0;; esac; exit $rc",
+         {wait}echo enable 1<> {ctl}; {timer}echo {START_MARKER}; \
+         wait $p; rc=$?; {timer_end}cat {err} >&2; case $rc in 130|143) rc=0;; esac; exit $rc",
         wait = wait_for_release("true"),
         cmd = join(controlled)
     )
@@ -221,33 +250,16 @@ mod tests {
         use std::io::{BufRead, BufReader, Write};
         let dir = tempfile::tempdir().unwrap();
         let wd = dir.path().to_str().unwrap().to_string();
-        let fake = dir.path().join("fake-perf");
-        std::fs::write(
-            &fake,
-            "#!/bin/sh\n\
-             ctl=${5#fifo:}; ctl=${ctl%%,*}\n\
+        let argv = fake_perf(
+            dir.path(),
+            "ctl=${5#fifo:}; ctl=${ctl%%,*}\n\
              sleep 0.3; echo 'Events disabled' >&2\n\
              read cmd < \"$ctl\"; echo \"got $cmd\" > \"$(dirname \"$ctl\")/enabled\"\n\
              echo 'Events enabled' >&2; echo '[ perf record: Captured and wrote 0.1 MB ]' >&2\n\
              exit 0\n",
-        )
-        .unwrap();
-        std::process::Command::new("chmod")
-            .arg("+x")
-            .arg(&fake)
-            .status()
-            .unwrap();
-        let argv = strings(&[
-            fake.to_str().unwrap(),
-            "record",
-            "-p",
-            "1",
-            "--",
-            "sleep",
-            "5",
-        ]);
+        );
         let controlled = controlled_argv(&argv, &wd, Duration::from_secs(5)).unwrap();
-        let script = record_script(&argv, Some(&controlled), &wd);
+        let script = record_script(&argv, Some(&controlled), &wd, None);
         // Under a deadline: a script that never says it is ready fails the test, not CI.
         let mut child = std::process::Command::new("timeout")
             .args(["30", "sh", "-c", &script])
@@ -284,5 +296,94 @@ mod tests {
             .parse()
             .unwrap();
         assert!(pid > 0);
+    }
+
+    /// A stand-in for perf in `dir`, running `body` in sh; the argv that records with it.
+    fn fake_perf(dir: &std::path::Path, body: &str) -> Vec<String> {
+        let fake = dir.join("fake-perf");
+        std::fs::write(&fake, format!("#!/bin/sh\n{body}")).unwrap();
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&fake)
+            .status()
+            .unwrap();
+        strings(&[
+            fake.to_str().unwrap(),
+            "record",
+            "-p",
+            "1",
+            "--",
+            "sleep",
+            "5",
+        ])
+    }
+
+    /// A stand-in perf for the timed script: ready at once, it notes each command its
+    /// control fifo brings and exits after `disable`, or soon after `enable` when
+    /// `exit_at_enable` (a perf stopped before the window is over).
+    fn timed_fake_perf(dir: &std::path::Path, exit_at_enable: bool) -> Vec<String> {
+        let after_enable = if exit_at_enable {
+            "sleep 0.2; exit 0"
+        } else {
+            "read cmd <&3; echo \"$cmd\" >> \"$d/commands\""
+        };
+        fake_perf(
+            dir,
+            &format!(
+                "ctl=${{5#fifo:}}; ctl=${{ctl%%,*}}; d=$(dirname \"$ctl\")\n\
+                 exec 3<> \"$ctl\"; echo 'Events disabled' >&2\n\
+                 read cmd <&3; echo \"$cmd\" >> \"$d/commands\"\n\
+                 {after_enable}\n"
+            ),
+        )
+    }
+
+    /// Runs the timed script under a deadline (a script held open by its timer fails the
+    /// test), released at once; its exit status and the commands perf was sent.
+    fn run_timed(dir: &std::path::Path, argv: &[String], stop_after: Duration) -> (bool, String) {
+        use std::io::Write;
+        let wd = dir.to_str().unwrap();
+        let controlled = controlled_argv(argv, wd, Duration::from_secs(5)).unwrap();
+        let script = record_script(argv, Some(&controlled), wd, Some(stop_after));
+        let mut child = std::process::Command::new("timeout")
+            .args(["10", "sh", "-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let done = child.wait_with_output().unwrap();
+        let commands = std::fs::read_to_string(dir.join("commands")).unwrap_or_default();
+        (done.status.success(), commands)
+    }
+
+    /// Whether a `sleep SECONDS` runs on this host (the timer's, left behind).
+    fn sleep_running(seconds: &str) -> bool {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|c| c == format!("sleep\0{seconds}\0").as_bytes())
+        })
+    }
+
+    /// Alone, no exec is armed to stop a controlled perf: its script disables and stops
+    /// it once the window is over, and a perf that ends first takes the timer with it.
+    #[test]
+    fn a_timed_script_disables_perf_after_the_window_and_leaves_no_timer() {
+        let dir = tempfile::tempdir().unwrap();
+        let argv = timed_fake_perf(dir.path(), false);
+        let (ok, commands) = run_timed(dir.path(), &argv, Duration::from_millis(300));
+        assert!(ok);
+        assert_eq!(commands, "enable\ndisable\n");
+
+        let dir = tempfile::tempdir().unwrap();
+        let argv = timed_fake_perf(dir.path(), true);
+        let (ok, commands) = run_timed(dir.path(), &argv, Duration::from_secs_f64(23.4567));
+        assert!(ok, "the timer held the script open");
+        assert_eq!(commands, "enable\n");
+        assert!(
+            !sleep_running("23.4567"),
+            "the timer's sleep was left running"
+        );
     }
 }

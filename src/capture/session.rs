@@ -262,6 +262,7 @@ pub async fn record(
         go,
         running,
         controlled,
+        timed,
         released,
     } = Recorder::start(shell, workdir, window);
     // Ready only once the recorder's shell runs: the last capture to arrive opens the
@@ -278,20 +279,23 @@ pub async fn record(
     // the window, by a stop armed before the gate (its exec started then, not in the
     // instant every recorder is released): the recorders' own timers would end each
     // window one start-up later than the other.
-    // A controlled recorder alone is stopped the same way: its own timer outlasts the
-    // window by far.
+    // A controlled recorder alone (its perf's own timer outlasts the window by far) is
+    // stopped by its script's timer, started as it enables perf: an armed stop's exec
+    // would start while perf starts up, and take its CPU.
     let (stop_at, stop_when) = tokio::sync::watch::channel(None);
-    let armed =
-        ((gate::in_session() || controlled) && !window.until_command_ends && !window.stops_itself)
-            .then(|| {
-                ArmedStop::arm(
-                    shell,
-                    workdir,
-                    stop_when,
-                    gate::endpoint_clock_offset(),
-                    controlled,
-                )
-            });
+    let armed = ((gate::in_session() || controlled)
+        && !timed
+        && !window.until_command_ends
+        && !window.stops_itself)
+        .then(|| {
+            ArmedStop::arm(
+                shell,
+                workdir,
+                stop_when,
+                gate::endpoint_clock_offset(),
+                controlled,
+            )
+        });
     let opened = tokio::select! {
         opened = gate::wait_for_start() => opened,
         _ = interrupts.next() => {
@@ -315,7 +319,7 @@ pub async fn record(
     };
     // The instant the armed stop tells the recorder to stop, on this host's wall clock.
     let armed_stop_at = stop_instant
-        .filter(|_| armed.is_some())
+        .filter(|_| armed.is_some() || timed)
         .map(instant_on_wall_clock);
     if let Some(end) = stop_instant {
         stop_at.send_replace(Some(tokio::time::Instant::from(end)));
@@ -377,6 +381,8 @@ struct Recorder {
     running: tokio::sync::oneshot::Receiver<()>,
     /// Started before the gate with its events disabled (`Window::enable_on_release`).
     controlled: bool,
+    /// Controlled alone: its own script stops it once the window is over.
+    timed: bool,
     /// In a session: when the recorder's task released it, as the gate opened.
     released: Option<tokio::sync::oneshot::Receiver<DateTime<Local>>>,
 }
@@ -399,7 +405,13 @@ impl Recorder {
                 controlled_argv_with_slack(window.argv, workdir, window.duration, slack)
             })
             .flatten();
-        let record_script = record_script(window.argv, controlled.as_deref(), workdir);
+        let timed = controlled.is_some() && !gate::in_session() && !window.stops_itself;
+        let record_script = record_script(
+            window.argv,
+            controlled.as_deref(),
+            workdir,
+            timed.then_some(window.duration),
+        );
         let docker = shell.docker().clone();
         let container = shell.container().to_string();
         let user = window.user.unwrap_or(ROOT).to_string();
@@ -450,6 +462,7 @@ impl Recorder {
             go,
             running,
             controlled: controlled.is_some(),
+            timed,
             released,
         }
     }

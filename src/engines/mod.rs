@@ -49,6 +49,7 @@ pub struct RecordCommand {
 }
 
 /// What the recording command left behind, for `collect`.
+#[derive(Clone)]
 pub struct CollectJob<'a> {
     pub shell: &'a Shell,
     /// The target's container (its id): its files are copied out of it, also when `shell`
@@ -92,6 +93,8 @@ pub struct Collected {
     pub fold_path: Option<&'static str>,
     /// What the manifest should say about how the stacks were made.
     pub notes: Vec<String>,
+    /// What the user is warned of as well (and the manifest says).
+    pub warnings: Vec<String>,
     /// The rate the recording itself says it sampled at, when it says (Go's profile).
     pub sampled_hz: Option<u32>,
 }

@@ -49,29 +49,48 @@ fn copy_script() -> String {
     format!("{MAP_CHECK_FN}{COPY_BODY}")
 }
 
-/// Whether perf must not read the perf map of `pid` (`root`: the process's root as the
-/// shell sees it, `/proc/<pid>/root` from a sidecar): Some(why) when it is there but is
-/// no regular file within `PERF_MAP_LIMIT`. perf follows whatever the file is (a link to
-/// /dev/zero, a FIFO), so such a capture is folded without it.
+/// Starts the line on which `map_check_text` prints its verdict.
+const VERDICT: &str = "@@devprof-perf-map";
+
+/// Shell text that judges the perf map of `pid` (`root`: the process's root as the shell
+/// sees it, `/proc/<pid>/root` from a sidecar) and prints its verdict on one line,
+/// `@@devprof-perf-map RC WHY`: another script may run it first (the prefetch beside the
+/// copy-out), so no exec of its own is paid after the window.
+pub fn map_check_text(pid: u32, root: Option<&str>) -> String {
+    let map = crate::text::quote(&format!("{}/tmp/perf-{pid}.map", root.unwrap_or("")));
+    format!("{MAP_CHECK_FN}why=$(map_check {map} {PERF_MAP_LIMIT}); echo \"{VERDICT} $? $why\"\n")
+}
+
+/// Whether perf must not read the perf map of `pid`, by the verdict `map_check_text`
+/// printed as the first line of `stdout`: Some(why) when it is there but is no regular
+/// file within `PERF_MAP_LIMIT`, or when no verdict came (it could not be checked).
+pub fn refused_by(stdout: &str, pid: u32) -> Option<String> {
+    let verdict = stdout
+        .lines()
+        .next()
+        .and_then(|line| line.strip_prefix(VERDICT))
+        .and_then(|rest| rest.strip_prefix(' '));
+    let Some(verdict) = verdict else {
+        return Some(format!("/tmp/perf-{pid}.map could not be checked"));
+    };
+    let (code, why) = verdict.split_once(' ').unwrap_or((verdict, ""));
+    matches!(code, "3" | "4")
+        .then(|| format!("/tmp/perf-{pid}.map {}", crate::text::printable(why.trim())))
+}
+
+/// Whether perf must not read the perf map of `pid`: `refused_by` on a check of its own.
+/// perf follows whatever the file is (a link to /dev/zero, a FIFO), so such a capture is
+/// folded without it.
 pub async fn perf_map_refused<S: ContainerShell>(
     shell: &S,
     pid: u32,
     root: Option<&str>,
 ) -> Option<String> {
-    let map = format!("{}/tmp/perf-{pid}.map", root.unwrap_or(""));
-    let script = format!("{MAP_CHECK_FN}map_check \"$1\" \"$2\"");
-    let limit = PERF_MAP_LIMIT.to_string();
-    let argv = ["sh", "-c", &script, "sh", &map, &limit];
-    let out = match tokio::time::timeout(COPY_LIMIT, shell.run(&argv)).await {
-        Ok(Ok(out)) => out,
-        _ => return Some("could not be checked".into()),
-    };
-    matches!(out.exit_code, Some(3) | Some(4)).then(|| {
-        format!(
-            "/tmp/perf-{pid}.map {}",
-            crate::text::printable(out.stdout.trim())
-        )
-    })
+    let script = map_check_text(pid, root);
+    match tokio::time::timeout(COPY_LIMIT, shell.run(&["sh", "-c", &script])).await {
+        Ok(Ok(out)) => refused_by(&out.stdout, pid),
+        _ => refused_by("", pid),
+    }
 }
 
 /// Copies /tmp/perf-<pid>.map from the target's root into the sidecar's /tmp (`shell`

@@ -18,9 +18,7 @@ use crate::engines::{CollectJob, Collected, Engine, Reach, RecordCommand, Record
 use crate::error::{Error, Result};
 use crate::profile::stacks;
 use crate::runtime::{jvm, python_perf_trampolines, Runtime};
-use crate::settings::{
-    AsprofOptions, CaptureMode, CpuSettings, EngineSpec, FoldPath, PythonOptions,
-};
+use crate::settings::{AsprofOptions, CaptureMode, CpuSettings, EngineSpec, PythonOptions};
 use crate::signals::Interrupts;
 use crate::store::{self, CommandRecord, Manifest};
 use crate::text::first_line;
@@ -642,20 +640,7 @@ async fn collect<E: Engine>(
 ) -> Result<Collected> {
     let target = run.target;
     let container = &target.container.name;
-    // perf follows the map whatever it is (a link to /dev/zero, a FIFO): one that is no
-    // regular file within the limit is not handed to it.
-    let mut fold = settings.fold;
-    if engine.reads_perf_maps() {
-        let root = target.symfs();
-        if let Some(why) =
-            jit::perf_map_refused(&target.shell, target.process.pid, root.as_deref()).await
-        {
-            warnings.push(format!(
-                "{why}: perf would follow it, so it is not read; folded natively, JIT frames stay unnamed"
-            ));
-            fold = FoldPath::Native;
-        }
-    }
+    // The engine judges a runtime's perf map before perf may read it (perf's collect).
     let job = CollectJob {
         shell: &target.shell,
         target_container: &target.container.id,
@@ -668,7 +653,7 @@ async fn collect<E: Engine>(
         keep_script: settings.keep_script,
         inline: settings.inline,
         call_graph: settings.call_graph,
-        fold,
+        fold: settings.fold,
     };
     let limit = super::liveness::collect_limit(settings.duration);
     let collecting = super::liveness::within(
@@ -677,16 +662,19 @@ async fn collect<E: Engine>(
         "copy-out and perf script",
         engine.collect(&target.ready, &job),
     );
-    run.after_window(
-        collecting,
-        "fold",
-        "folding",
-        &again(settings, target),
-        || manifest.clone(),
-        || {},
-        interrupts,
-    )
-    .await
+    let mut collected = run
+        .after_window(
+            collecting,
+            "fold",
+            "folding",
+            &again(settings, target),
+            || manifest.clone(),
+            || {},
+            interrupts,
+        )
+        .await?;
+    warnings.append(&mut collected.warnings);
+    Ok(collected)
 }
 
 #[cfg(test)]

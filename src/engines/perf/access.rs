@@ -3,8 +3,9 @@
 //! and how to grant it, from the container's facts. Parsers are pure and unit-tested; the
 //! trial runs through a `ContainerShell`.
 
+use super::tool::PerfTool;
 use crate::docker::probe::{ContainerFacts, CAP_SYS_PTRACE};
-use crate::docker::ContainerShell;
+use crate::docker::{ContainerShell, ExecOutput};
 use crate::error::{Error, Result};
 
 /// How `perf stat -x,` reported one event.
@@ -140,17 +141,10 @@ fn trial_seconds(facts: &ContainerFacts) -> &'static str {
     }
 }
 
-/// Checks, before the capture window, that perf may open events on `pid`, and picks the
-/// event.
-pub async fn check_access<S: ContainerShell>(
-    shell: &S,
-    perf_path: &str,
-    facts: &ContainerFacts,
-    pid: u32,
-) -> Result<Access> {
-    let mut notes = Vec::new();
+/// `perf stat` counting cpu-clock and cycles on `pid` for a moment: the access trial.
+fn trial_argv(perf_path: &str, facts: &ContainerFacts, pid: u32) -> Vec<String> {
     let pid_text = pid.to_string();
-    let trial_argv = [
+    [
         perf_path,
         "stat",
         "-x,",
@@ -163,13 +157,78 @@ pub async fn check_access<S: ContainerShell>(
         "--",
         "sleep",
         trial_seconds(facts),
-    ];
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+/// Checks, before the capture window, that perf may open events on `pid`, and picks the
+/// event.
+pub async fn check_access<S: ContainerShell>(
+    shell: &S,
+    perf_path: &str,
+    facts: &ContainerFacts,
+    pid: u32,
+) -> Result<Access> {
+    let argv = trial_argv(perf_path, facts, pid);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     // Host-wide sysctls are never changed here: the capture lowers them only when asked
     // (--allow-sysctl), and restores them.
-    let out = shell.run(&trial_argv).await?;
+    let out = shell.run(&argv).await?;
+    judge_trial(shell.container(), &out, facts, pid)
+}
+
+/// Ends perf's answer to its version query in `version_and_trial`'s output, where the
+/// query succeeded.
+const VERSION_ANSWERED: &str = "@@devprof-version-answered";
+
+/// Ends the version query's part of `version_and_trial`'s output: the trial's follows.
+const TRIAL_FOLLOWS: &str = "@@devprof-trial-follows";
+
+/// perf's version query and its access trial in one exec (on a loaded host an exec costs
+/// its CPU more than its wait), for the perf tried first. Ok(None) when that perf does not
+/// answer its version: the caller then asks each candidate (`find_perf`) and tries the one
+/// that answers (`check_access`).
+pub async fn version_and_trial<S: ContainerShell>(
+    shell: &S,
+    perf_path: &str,
+    facts: &ContainerFacts,
+    pid: u32,
+) -> Result<Option<(PerfTool, Access)>> {
+    let script = format!(
+        "\"$1\" version --build-options 2>/dev/null && echo {VERSION_ANSWERED}; \
+         echo {TRIAL_FOLLOWS}; exec \"$@\""
+    );
+    let trial = trial_argv(perf_path, facts, pid);
+    let mut argv = vec!["sh", "-c", &script, "sh"];
+    argv.extend(trial.iter().map(String::as_str));
+    let out = shell.run(&argv).await?;
+    let Some((answer, _)) = out.stdout.split_once(&format!("{TRIAL_FOLLOWS}\n")) else {
+        return Ok(None);
+    };
+    let Some(answer) = answer.strip_suffix(&format!("{VERSION_ANSWERED}\n")) else {
+        return Ok(None);
+    };
+    let Some(perf) = PerfTool::from_build_options(perf_path, answer) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        perf,
+        judge_trial(shell.container(), &out, facts, pid)?,
+    )))
+}
+
+/// The trial's outcome: a denial or failure explained, else the event to sample and notes.
+fn judge_trial(
+    container: &str,
+    out: &ExecOutput,
+    facts: &ContainerFacts,
+    pid: u32,
+) -> Result<Access> {
+    let mut notes = Vec::new();
     if !out.success() {
         return Err(failure(
-            shell.container(),
+            container,
             &format!("trial `perf stat -p {pid}`"),
             &out.stderr,
             facts,
@@ -199,8 +258,7 @@ pub async fn check_access<S: ContainerShell>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::docker::ExecOutput;
-    use crate::engines::perf::tool::{build_option_on, PerfTool};
+    use crate::engines::perf::tool::build_option_on;
     use std::collections::HashMap;
     use std::future::Future;
     use std::sync::Mutex;
@@ -363,5 +421,66 @@ mod tests {
             .unwrap()
             .iter()
             .any(|c| c.contains("echo -1")));
+    }
+
+    /// The version query and the trial in one exec: perf's answer before the trial's
+    /// marker, the trial's words on stderr; a perf that does not answer leaves the choice
+    /// to the caller, and a denied trial is a denial as `check_access` says it.
+    #[tokio::test]
+    async fn one_exec_answers_the_version_and_the_trial_with_scripted_shell_mock() {
+        let answered =
+            "perf version 6.1.187\n                  zstd: [ on  ]  # HAVE_ZSTD_SUPPORT\n\
+                        @@devprof-version-answered\n@@devprof-trial-follows\n";
+        let shell = |stdout: &str, code: i64, stderr: &str| ScriptedShellMock {
+            answers: HashMap::from([(
+                "stat",
+                vec![ExecOutput {
+                    stdout: stdout.to_string(),
+                    stderr: stderr.to_string(),
+                    exit_code: Some(code),
+                }],
+            )]),
+            calls: Mutex::new(vec![]),
+        };
+        let facts = ContainerFacts::default();
+        let counted = "1.0,msec,cpu-clock,1,100.00,,\n<not supported>,,cycles,0,100.00,,\n";
+        let one = shell(answered, 0, counted);
+        let (perf, access) = version_and_trial(&one, "/usr/bin/perf_6.1", &facts, 7)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (
+                perf.path.as_str(),
+                perf.version.as_str(),
+                perf.supports_zstd
+            ),
+            ("/usr/bin/perf_6.1", "6.1.187", true)
+        );
+        assert_eq!(access.event, "cpu-clock");
+        let calls = one.calls.lock().unwrap().clone();
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert!(calls[0].starts_with("sh -c "), "{calls:?}");
+        assert!(
+            calls[0].ends_with(
+                "sh /usr/bin/perf_6.1 stat -x, -e cpu-clock -e cycles -p 7 -- sleep 0.01"
+            ),
+            "{calls:?}"
+        );
+        // No answer to the version query: nothing decided here.
+        let silent = shell("@@devprof-trial-follows\n", 0, counted);
+        assert!(version_and_trial(&silent, "/usr/bin/perf", &facts, 7)
+            .await
+            .unwrap()
+            .is_none());
+        let denied = shell(
+            answered,
+            255,
+            "Error:\nNo permission to enable cpu-clock event.\n",
+        );
+        assert!(matches!(
+            version_and_trial(&denied, "/usr/bin/perf", &facts, 7).await,
+            Err(Error::PerfDenied { .. })
+        ));
     }
 }

@@ -12,7 +12,7 @@ pub mod tool;
 pub use crate::text::first_error_line;
 pub use access::{
     check_access, diagnose_denial, failure, is_mlock_error, is_permission_error, parse_stat_csv,
-    Access, Denial, EventStatus,
+    version_and_trial, Access, Denial, EventStatus,
 };
 pub use native::NATIVE as NATIVE_FOLD;
 pub use report::{parse_record_report, RecordReport};
@@ -31,6 +31,7 @@ use crate::profile::perfscript::name::frame_names;
 use crate::profile::perfscript::parse::StackLine;
 use crate::profile::perfscript::FrameResolver;
 use crate::profile::timeline::TimelineWriter;
+use crate::runtime::perf_map;
 use crate::settings::FoldPath;
 use crate::store::Stem;
 use crate::symbols::binary::GoBinary;
@@ -68,20 +69,19 @@ impl Engine for PerfEngine {
         facts: &'a ContainerFacts,
         process: &'a ProcInfo,
     ) -> Result<PerfReady> {
-        // The trial runs beside the version query, with the perf tried first: one exec's
-        // wait instead of two. Where another perf is the one that answers, it is tried again.
-        let first = perf_candidates(facts).into_iter().next();
-        let trial = async {
-            match &first {
-                Some(path) => Some(check_access(shell, path, facts, process.pid).await),
-                None => None,
-            }
+        // The perf tried first answers its version and runs the trial in one exec; where
+        // it does not answer, each candidate is asked, and the one that answers tried.
+        let ready = match perf_candidates(facts).first() {
+            Some(first) => version_and_trial(shell, first, facts, process.pid).await?,
+            None => None,
         };
-        let (perf, trial) = tokio::join!(find_perf(shell, facts), trial);
-        let perf = perf?;
-        let access = match trial {
-            Some(trial) if first.as_deref() == Some(perf.path.as_str()) => trial?,
-            _ => check_access(shell, &perf.path, facts, process.pid).await?,
+        let (perf, access) = match ready {
+            Some(ready) => ready,
+            None => {
+                let perf = find_perf(shell, facts).await?;
+                let access = check_access(shell, &perf.path, facts, process.pid).await?;
+                (perf, access)
+            }
         };
         crate::ui::phases::mark("perf found, its access tried");
         Ok(PerfReady { perf, access })
@@ -142,6 +142,26 @@ impl Engine for PerfEngine {
         let data_in_container = format!("{}/{DATA_NAME}", job.workdir);
         let report = parse_record_report(&job.recorded.stderr);
         let started = Instant::now();
+        // perf follows the perf map whatever it is (a link to /dev/zero, a FIFO): one that
+        // is no regular file within the limit is not handed to it, and the capture is then
+        // folded natively. Judged by the prefetch where the native fold comes first, else
+        // on its own before perf script.
+        let mut perf_map_refused = None;
+        if !native::wanted(job) {
+            perf_map_refused =
+                perf_map::perf_map_refused(job.shell, job.pid, job.symfs.as_deref()).await;
+        }
+        let forced_native;
+        let job = match perf_map_refused {
+            Some(_) => {
+                forced_native = CollectJob {
+                    fold: FoldPath::Native,
+                    ..job.clone()
+                };
+                &forced_native
+            }
+            None => job,
+        };
         // What the native fold asks of the container is read while perf.data comes out.
         let native_first = native::wanted(job);
         let prefetch = async {
@@ -164,10 +184,20 @@ impl Engine for PerfEngine {
         crate::ui::phases::mark("recording copied out");
         let mut timings_ms = vec![("download", started.elapsed().as_millis() as u64)];
         let mut notes = Vec::new();
+        if native_first && perf_map_refused.is_none() {
+            perf_map_refused = prefetched.perf_map_refused(job.pid);
+        }
+        let warnings: Vec<String> = perf_map_refused
+            .iter()
+            .map(|why| {
+                format!("{why}: perf would follow it, so it is not read; folded natively, JIT frames stay unnamed")
+            })
+            .collect();
+        let native_only = job.fold == FoldPath::Native || perf_map_refused.is_some();
         if native_first {
             let started = Instant::now();
             match native::fold(job, prefetched).await {
-                Ok((fold, jit_notes)) if job.fold == FoldPath::Native || native::trusted(&fold) => {
+                Ok((fold, jit_notes)) if native_only || native::trusted(&fold) => {
                     timings_ms.push(("fold", started.elapsed().as_millis() as u64));
                     notes.extend(jit_notes);
                     notes.extend(native::notes(&fold));
@@ -180,6 +210,7 @@ impl Engine for PerfEngine {
                         timings_ms,
                         fold_path: Some(native::NATIVE),
                         notes,
+                        warnings,
                         sampled_hz: None,
                     });
                 }
@@ -188,7 +219,7 @@ impl Engine for PerfEngine {
                     fold.doubtful_share() * 100.0,
                     fold.missing_modules.join(", ")
                 )),
-                Err(e) if job.fold == FoldPath::Native => {
+                Err(e) if native_only => {
                     // The recording stays: the capture keeps it for another try.
                     let _ = std::fs::remove_file(job.stem.path("timeline"));
                     return Err(e);
@@ -261,6 +292,7 @@ impl Engine for PerfEngine {
             timings_ms,
             fold_path: Some(native::PERF_SCRIPT),
             notes,
+            warnings,
             sampled_hz: None,
         })
     }

@@ -208,40 +208,59 @@ fn parse_mapped_stats(text: &str, root: &str) -> HashMap<String, FileStat> {
 pub struct Prefetched {
     kernel: Option<String>,
     stats: HashMap<String, FileStat>,
+    /// The perf map check's verdict line (`perf_map::map_check_text`), when it came.
+    perf_map_verdict: String,
+}
+
+impl Prefetched {
+    /// Whether perf must not read the recorded process's perf map: Some(why), also when
+    /// the prefetch gave no verdict.
+    pub fn perf_map_refused(&self, pid: u32) -> Option<String> {
+        perf_map::refused_by(&self.perf_map_verdict, pid)
+    }
 }
 
 /// Ends the mapped files' part of the prefetch's output; the kernel's listing follows.
 const MAPPED_END: &str = "@@devprof-mapped-end";
 
 /// Reads, beside the copy-out of the recording, what the fold would otherwise ask the
-/// container after it: the files the process maps and the kernel's listing, in one exec
-/// (on a loaded host an exec costs its CPU more than its wait).
+/// container after it: whether perf may read the process's perf map, the files the
+/// process maps and the kernel's listing, in one exec (on a loaded host an exec costs its
+/// CPU more than its wait).
 pub async fn prefetch(job: &CollectJob<'_>) -> Prefetched {
     let root = job.symfs.as_deref().unwrap_or("");
     let cache = job.stem.dir().join(SYMBOL_CACHE);
-    let script = prefetch_script(root, job.pid, &cache);
+    let script = prefetch_script(job.symfs.as_deref(), job.pid, &cache);
     match job.shell.sh(&script).await {
         Ok(out) => parse_prefetch(&out.stdout, out.success(), root),
         Err(_) => Prefetched::default(),
     }
 }
 
-fn prefetch_script(root: &str, pid: u32, cache: &Path) -> String {
+fn prefetch_script(root: Option<&str>, pid: u32, cache: &Path) -> String {
     format!(
-        "{}\necho {MAPPED_END}\n{}",
-        mapped_stats_script(root, pid),
+        "{}{}\necho {MAPPED_END}\n{}",
+        perf_map::map_check_text(pid, root),
+        mapped_stats_script(root.unwrap_or(""), pid),
         kernel_listing_script(cache)
     )
 }
 
-/// The prefetch's output: the kernel's listing is kept only from a script that succeeded.
+/// The prefetch's output: the perf map's verdict on its first line, the mapped files'
+/// stats, and the kernel's listing, kept only from a script that succeeded.
 fn parse_prefetch(stdout: &str, success: bool, root: &str) -> Prefetched {
-    let Some((mapped, kernel)) = stdout.split_once(&format!("{MAPPED_END}\n")) else {
-        return Prefetched::default();
+    let (verdict, rest) = stdout.split_once('\n').unwrap_or((stdout, ""));
+    let perf_map_verdict = verdict.to_string();
+    let Some((mapped, kernel)) = rest.split_once(&format!("{MAPPED_END}\n")) else {
+        return Prefetched {
+            perf_map_verdict,
+            ..Prefetched::default()
+        };
     };
     Prefetched {
         kernel: success.then(|| kernel.to_string()),
         stats: parse_mapped_stats(mapped, root),
+        perf_map_verdict,
     }
 }
 
@@ -389,6 +408,7 @@ async fn fold_inner(
     let Prefetched {
         kernel: listing,
         stats,
+        ..
     } = prefetched;
     let data = job.stem.path("data");
     let read_path = data.clone();
@@ -494,28 +514,44 @@ mod tests {
         assert!(parse_mapped_stats("", "").is_empty());
         // A prefetch that failed keeps its stats, not its kernel listing.
         let failed = parse_prefetch(
-            &format!("{text}{MAPPED_END}\nboot\n{KALLSYMS_FOLLOWS}\n"),
+            &format!(
+                "@@devprof-perf-map 2 is not there\n{text}{MAPPED_END}\nboot\n{KALLSYMS_FOLLOWS}\n"
+            ),
             false,
             "/r",
         );
+        assert_eq!(failed.perf_map_refused(7), None);
         assert_eq!((failed.stats.len(), failed.kernel), (2, None));
+        // Without the perf map's verdict first, the map counts as not checked: refused.
+        let unjudged = parse_prefetch(&format!("{text}{MAPPED_END}\n"), true, "/r");
+        assert!(unjudged
+            .perf_map_refused(7)
+            .unwrap()
+            .contains("could not be checked"));
+        let refused = parse_prefetch("@@devprof-perf-map 3 is a symbolic link\n", true, "/r");
+        assert_eq!(
+            refused.perf_map_refused(7).as_deref(),
+            Some("/tmp/perf-7.map is a symbolic link")
+        );
         // Names whose NULs became spaces (`enc` without `od`) are not taken.
         let spaced = format!("files\t{}\n7 1 2\n", encode(b"/r/app/x "));
         assert!(parse_mapped_stats(&spaced, "/r").is_empty());
     }
 
     /// The script as the container runs it, run here on this test's own process: its
-    /// executable is listed with the size and inode the file has, and the kernel's listing
-    /// (no copy kept: kallsyms too) follows.
+    /// executable is listed with the size and inode the file has, after the perf map's
+    /// verdict, and the kernel's listing (no copy kept: kallsyms too) follows.
     #[test]
     fn the_prefetch_script_lists_the_processs_files_with_their_stat_then_the_kernel() {
         let cache = tempfile::tempdir().unwrap();
-        let script = prefetch_script("", std::process::id(), cache.path());
+        let script = prefetch_script(None, std::process::id(), cache.path());
         let out = std::process::Command::new("sh")
             .args(["-c", &script])
             .output()
             .expect("sh on this host");
         let prefetched = parse_prefetch(&String::from_utf8_lossy(&out.stdout), true, "");
+        // This process has no perf map: nothing to refuse.
+        assert_eq!(prefetched.perf_map_refused(std::process::id()), None);
         let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
         let kernel = prefetched.kernel.unwrap();
         assert!(

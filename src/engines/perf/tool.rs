@@ -148,25 +148,17 @@ pub fn perf_candidates(facts: &ContainerFacts) -> Vec<String> {
 /// Debian's old `perf` wrapper, for one, fails when no perf matches the kernel. Only paths
 /// in root's own directories are ever run (the probe found them there, owned by root).
 pub async fn find_perf<S: ContainerShell>(shell: &S, facts: &ContainerFacts) -> Result<PerfTool> {
-    let version_of = |stdout: &str| {
-        let first = stdout.lines().next()?.trim();
-        first
-            .strip_prefix("perf version ")
-            .map(|v| v.trim().to_string())
-    };
     for path in perf_candidates(facts) {
         // One exec says both (its first line is `perf version X`); a perf too old for
         // --build-options is asked its version alone, and records without -z.
         let out = shell.run(&[&path, "version", "--build-options"]).await?;
-        if let Some(version) = version_of(&out.stdout).filter(|_| out.success()) {
-            return Ok(PerfTool {
-                path,
-                version,
-                supports_zstd: build_option_on(&out.stdout, "zstd"),
-            });
+        if let Some(perf) =
+            PerfTool::from_build_options(&path, &out.stdout).filter(|_| out.success())
+        {
+            return Ok(perf);
         }
         let out = shell.run(&[&path, "--version"]).await?;
-        if let Some(version) = version_of(&out.stdout).filter(|_| out.success()) {
+        if let Some(version) = reported_version(&out.stdout).filter(|_| out.success()) {
             return Ok(PerfTool {
                 path,
                 version,
@@ -177,6 +169,25 @@ pub async fn find_perf<S: ContainerShell>(shell: &S, facts: &ContainerFacts) -> 
     Err(Error::PerfMissing {
         container: shell.container().to_string(),
     })
+}
+
+/// The version in perf's answer, `perf version X` on its first line.
+fn reported_version(stdout: &str) -> Option<String> {
+    let first = stdout.lines().next()?.trim();
+    first
+        .strip_prefix("perf version ")
+        .map(|v| v.trim().to_string())
+}
+
+impl PerfTool {
+    /// The perf at `path` by its answer to `perf version --build-options`.
+    pub fn from_build_options(path: &str, answer: &str) -> Option<PerfTool> {
+        Some(PerfTool {
+            path: path.to_string(),
+            version: reported_version(answer)?,
+            supports_zstd: build_option_on(answer, "zstd"),
+        })
+    }
 }
 
 /// Reads `perf version --build-options` lines like `zstd: [ on  ]  # HAVE_ZSTD_SUPPORT`.
