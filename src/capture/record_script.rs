@@ -35,8 +35,8 @@ pub fn wait_for_release(otherwise: &str) -> String {
 pub const CONTROL_FIFO: &str = "perf.ctl";
 const ACK_FIFO: &str = "perf.ack";
 const RECORDER_STDERR: &str = "perf.err";
-/// The pid of a timed script's sleep, while it sleeps.
-const TIMER_PIDFILE: &str = "perf.timer";
+/// Made by a timed script's timer once its sleep is over.
+const TIMER_DONE: &str = "perf.timer-done";
 
 /// How long a controlled perf's `sleep` runs past the window in a session: it starts
 /// before the gate, and the session's armed stop (or the deadlines) end it at the
@@ -114,23 +114,25 @@ pub fn record_script(
     // status (143), or re-raises the SIGINT (130), once its output is written: that is
     // how this recorder ends, not a failure (its output is checked after).
     // The timer is a subshell with no output of its own (an open stdout would hold the
-    // exec open) and no trap (a signal sent to a child it just forked could be lost with
-    // one). A perf that ends first (Ctrl-C, the target gone) ends it, and its sleep by the
-    // pid it wrote down, which it removes once the sleep is over: never a stale pid.
+    // exec open). Only it signals its sleep, with SIGKILL (a caught signal sent to a child
+    // just forked can be lost), when told to stop by a TERM: the script sends that only
+    // while the timer has not marked itself done, so while it is still its unreaped child
+    // (`wait $p` reaps any child that ended): never a stale pid, never a sleep left behind.
     let (timer, timer_end) = match stop_after {
-        Some(after) => (
-            format!(
-                "( sleep {secs} & echo $! > {timer_pid}; wait $!; r=$?; rm -f {timer_pid}; \
-                   [ $r -eq 0 ] && {{ echo disable 1<> {ctl}; kill -INT $p 2>/dev/null; }} ) \
-                   </dev/null >/dev/null 2>&1 & t=$!; ",
-                secs = after.as_secs_f64(),
-                timer_pid = quote(&format!("{workdir}/{TIMER_PIDFILE}")),
-            ),
-            format!(
-                "kill $t 2>/dev/null; {{ read -r s < {timer_pid} && kill \"$s\"; }} 2>/dev/null; ",
-                timer_pid = quote(&format!("{workdir}/{TIMER_PIDFILE}")),
-            ),
-        ),
+        Some(after) => {
+            let done = quote(&format!("{workdir}/{TIMER_DONE}"));
+            (
+                format!(
+                    "( s=; x=; trap 'x=1; [ -z \"$s\" ] || kill -KILL \"$s\" 2>/dev/null' TERM; \
+                       sleep {secs} & s=$!; [ -z \"$x\" ] || kill -KILL \"$s\" 2>/dev/null; \
+                       wait \"$s\"; r=$?; [ -z \"$x\" ] || exit 0; : > {done}; \
+                       [ $r -eq 0 ] && {{ echo disable 1<> {ctl}; kill -INT $p 2>/dev/null; }} ) \
+                       </dev/null >/dev/null 2>&1 & t=$!; ",
+                    secs = after.as_secs_f64(),
+                ),
+                format!("[ -e {done} ] || {{ kill $t 2>/dev/null; wait $t; }}; "),
+            )
+        }
         None => (String::new(), String::new()),
     };
     format!(
@@ -319,11 +321,11 @@ mod tests {
     }
 
     /// A stand-in perf for the timed script: ready at once, it notes each command its
-    /// control fifo brings and exits after `disable`, or soon after `enable` when
+    /// control fifo brings and exits after `disable`, or right after `enable` when
     /// `exit_at_enable` (a perf stopped before the window is over).
     fn timed_fake_perf(dir: &std::path::Path, exit_at_enable: bool) -> Vec<String> {
         let after_enable = if exit_at_enable {
-            "sleep 0.2; exit 0"
+            "exit 0"
         } else {
             "read cmd <&3; echo \"$cmd\" >> \"$d/commands\""
         };
@@ -381,9 +383,11 @@ mod tests {
         let (ok, commands) = run_timed(dir.path(), &argv, Duration::from_secs_f64(23.4567));
         assert!(ok, "the timer held the script open");
         assert_eq!(commands, "enable\n");
-        assert!(
-            !sleep_running("23.4567"),
-            "the timer's sleep was left running"
-        );
+        // A killed sleep may take a moment to be gone.
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            !sleep_running("23.4567")
+        });
+        assert!(gone, "the timer's sleep was left running");
     }
 }

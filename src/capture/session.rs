@@ -237,7 +237,8 @@ pub struct Window<'a> {
     /// `argv` is `perf record ... -- sleep SECONDS`: it is started before the window (in a
     /// session, before the gate) with its events disabled and enabled through a control
     /// fifo when released, so that its start-up (seconds on a loaded host) is paid before
-    /// the window, not in it; an armed stop ends it.
+    /// the window, not in it; an armed stop ends it in a session, its own script's timer
+    /// alone.
     pub enable_on_release: bool,
     /// The recorder ends by itself when its window is over and a stop signal would lose
     /// what it recorded (`Engine::recorder_stops_itself`): no armed stop ends it.
@@ -319,7 +320,7 @@ pub async fn record(
     };
     // The instant the armed stop tells the recorder to stop, on this host's wall clock.
     let armed_stop_at = stop_instant
-        .filter(|_| armed.is_some() || timed)
+        .filter(|_| armed.is_some())
         .map(instant_on_wall_clock);
     if let Some(end) = stop_instant {
         stop_at.send_replace(Some(tokio::time::Instant::from(end)));
@@ -363,6 +364,12 @@ pub async fn record(
     // async-profiler write their output) is not its window.
     if let Some(stop) = armed_stop_at {
         recording.stopped_at = recording.stopped_at.min(stop);
+    }
+    // A timed recorder's timer starts as it says it starts (the window's start here).
+    if timed {
+        if let Ok(duration) = chrono::Duration::from_std(window.duration) {
+            recording.stopped_at = recording.stopped_at.min(recording.started_at + duration);
+        }
     }
     if controlled {
         recording.output.stderr = without_control_lines(&recording.output.stderr);

@@ -49,7 +49,6 @@ pub struct RecordCommand {
 }
 
 /// What the recording command left behind, for `collect`.
-#[derive(Clone)]
 pub struct CollectJob<'a> {
     pub shell: &'a Shell,
     /// The target's container (its id): its files are copied out of it, also when `shell`

@@ -63,7 +63,8 @@ pub fn map_check_text(pid: u32, root: Option<&str>) -> String {
 
 /// Whether perf must not read the perf map of `pid`, by the verdict `map_check_text`
 /// printed as the first line of `stdout`: Some(why) when it is there but is no regular
-/// file within `PERF_MAP_LIMIT`, or when no verdict came (it could not be checked).
+/// file within `PERF_MAP_LIMIT`, or when no verdict came, or one the check never gives
+/// (it could not be checked).
 pub fn refused_by(stdout: &str, pid: u32) -> Option<String> {
     let verdict = stdout
         .lines()
@@ -74,8 +75,15 @@ pub fn refused_by(stdout: &str, pid: u32) -> Option<String> {
         return Some(format!("/tmp/perf-{pid}.map could not be checked"));
     };
     let (code, why) = verdict.split_once(' ').unwrap_or((verdict, ""));
-    matches!(code, "3" | "4")
-        .then(|| format!("/tmp/perf-{pid}.map {}", crate::text::printable(why.trim())))
+    match code {
+        "0" | "2" => None,
+        "3" | "4" => Some(format!(
+            "/tmp/perf-{pid}.map {}",
+            crate::text::printable(why.trim())
+        )),
+        // Any other status: the check itself did not run through.
+        _ => Some(format!("/tmp/perf-{pid}.map could not be checked")),
+    }
 }
 
 /// Whether perf must not read the perf map of `pid`: `refused_by` on a check of its own.

@@ -142,51 +142,45 @@ impl Engine for PerfEngine {
         let data_in_container = format!("{}/{DATA_NAME}", job.workdir);
         let report = parse_record_report(&job.recorded.stderr);
         let started = Instant::now();
+        // What the native fold asks of the container is read while perf.data comes out.
         // perf follows the perf map whatever it is (a link to /dev/zero, a FIFO): one that
         // is no regular file within the limit is not handed to it, and the capture is then
-        // folded natively. Judged by the prefetch where the native fold comes first, else
-        // on its own before perf script.
-        let mut perf_map_refused = None;
-        if !native::wanted(job) {
-            perf_map_refused =
-                perf_map::perf_map_refused(job.shell, job.pid, job.symfs.as_deref()).await;
-        }
-        let forced_native;
-        let job = match perf_map_refused {
-            Some(_) => {
-                forced_native = CollectJob {
-                    fold: FoldPath::Native,
-                    ..job.clone()
-                };
-                &forced_native
-            }
-            None => job,
-        };
-        // What the native fold asks of the container is read while perf.data comes out.
-        let native_first = native::wanted(job);
+        // folded natively. It is judged by that same read where the native fold comes
+        // first, else by a check of its own, beside the copy-out too.
+        let wanted = native::wanted(job);
         let prefetch = async {
-            if native_first {
+            if wanted {
                 native::prefetch(job).await
             } else {
                 native::Prefetched::default()
             }
         };
-        let (home, prefetched) = tokio::join!(
+        let check = async {
+            if wanted {
+                None
+            } else {
+                perf_map::perf_map_refused(job.shell, job.pid, job.symfs.as_deref()).await
+            }
+        };
+        let (home, prefetched, checked) = tokio::join!(
             bring_home(
                 job.shell,
                 &data_in_container,
                 &job.recorded.stderr,
                 job.stem,
             ),
-            prefetch
+            prefetch,
+            check
         );
         home?;
         crate::ui::phases::mark("recording copied out");
         let mut timings_ms = vec![("download", started.elapsed().as_millis() as u64)];
         let mut notes = Vec::new();
-        if native_first && perf_map_refused.is_none() {
-            perf_map_refused = prefetched.perf_map_refused(job.pid);
-        }
+        let perf_map_refused = if wanted {
+            prefetched.perf_map_refused(job.pid)
+        } else {
+            checked
+        };
         let warnings: Vec<String> = perf_map_refused
             .iter()
             .map(|why| {
@@ -194,7 +188,7 @@ impl Engine for PerfEngine {
             })
             .collect();
         let native_only = job.fold == FoldPath::Native || perf_map_refused.is_some();
-        if native_first {
+        if wanted || native_only {
             let started = Instant::now();
             match native::fold(job, prefetched).await {
                 Ok((fold, jit_notes)) if native_only || native::trusted(&fold) => {

@@ -528,6 +528,11 @@ mod tests {
             .perf_map_refused(7)
             .unwrap()
             .contains("could not be checked"));
+        let broken = parse_prefetch("@@devprof-perf-map 127 \n", true, "/r");
+        assert!(broken
+            .perf_map_refused(7)
+            .unwrap()
+            .contains("could not be checked"));
         let refused = parse_prefetch("@@devprof-perf-map 3 is a symbolic link\n", true, "/r");
         assert_eq!(
             refused.perf_map_refused(7).as_deref(),
