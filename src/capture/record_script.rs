@@ -118,6 +118,7 @@ pub fn record_script(
     // just forked can be lost), when told to stop by a TERM: the script sends that only
     // while the timer has not marked itself done, so while it is still its unreaped child
     // (`wait $p` reaps any child that ended): never a stale pid, never a sleep left behind.
+    // perf is signalled as the armed stop does, only while its pid still names the workdir.
     let (timer, timer_end) = match stop_after {
         Some(after) => {
             let done = quote(&format!("{workdir}/{TIMER_DONE}"));
@@ -126,9 +127,11 @@ pub fn record_script(
                     "( s=; x=; trap 'x=1; [ -z \"$s\" ] || kill -KILL \"$s\" 2>/dev/null' TERM; \
                        sleep {secs} & s=$!; [ -z \"$x\" ] || kill -KILL \"$s\" 2>/dev/null; \
                        wait \"$s\"; r=$?; [ -z \"$x\" ] || exit 0; : > {done}; \
-                       [ $r -eq 0 ] && {{ echo disable 1<> {ctl}; kill -INT $p 2>/dev/null; }} ) \
+                       {recorder}[ $r -eq 0 ] && {{ echo disable 1<> {ctl}; \
+                       recorder && kill -INT \"$p\" 2>/dev/null; }} ) \
                        </dev/null >/dev/null 2>&1 & t=$!; ",
                     secs = after.as_secs_f64(),
+                    recorder = super::armed_stop::recorder_pid_fn(workdir),
                 ),
                 format!("[ -e {done} ] || {{ kill $t 2>/dev/null; wait $t; }}; "),
             )
