@@ -2,8 +2,8 @@
 //! it acts at (`at:NS`) ahead of time, and its container waits for it by its own clock, so
 //! that the time a line takes to reach each container does not spread the windows.
 
+pub(super) use super::record_script::recorder_pid_fn;
 use super::record_script::{wait_for_release, CONTROL_FIFO, WAIT_UNTIL_FN};
-use super::RECORDER_PIDFILE;
 use crate::docker::exec::ROOT;
 use crate::docker::{ContainerShell, Shell};
 use crate::text::quote;
@@ -126,25 +126,6 @@ impl Drop for ArmedStop {
 /// Longest the request to stop the recorder may take.
 const STOP_LIMIT: Duration = Duration::from_secs(15);
 
-/// Shell text that sets `$p` to the recorder's pid from `WD/recorder.pid`, and succeeds, only
-/// when the pidfile is a regular file holding a positive integer, the pid is not this
-/// shell's, and that process's command line names the workdir (`WD/`): the recorder
-/// writes there, a process that reused the pid does not. The pidfile may be written by
-/// the target's user (async-profiler runs as the JVM's user), so nothing else it says is
-/// taken: never `-1`, `0` or a foreign pid.
-pub(super) fn recorder_pid_fn(workdir: &str) -> String {
-    format!(
-        "recorder() {{ p=; f={pidfile}; [ -f \"$f\" ] && [ ! -L \"$f\" ] || return 1; \
-           {{ read -r p < \"$f\"; }} 2>/dev/null; \
-           case \"$p\" in ''|0*|*[!0-9]*) return 1;; esac; \
-           [ ${{#p}} -le 9 ] && [ \"$p\" != $$ ] || return 1; \
-           case \"$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null)\" in *{wd_slash}*) return 0;; esac; \
-           return 1; }}; ",
-        pidfile = quote(&format!("{workdir}/{RECORDER_PIDFILE}")),
-        wd_slash = quote(&format!("{workdir}/")),
-    )
-}
-
 /// Asks the recorder started from `workdir` to stop; it then writes its output and exits.
 /// The pidfile may not be there yet (the recorder's shell writes it first thing), and a
 /// recorder just started may not handle SIGINT yet: the signal then kills the shell before
@@ -179,6 +160,7 @@ const CATCHES_INT_FN: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::RECORDER_PIDFILE;
 
     /// Regression: a Ctrl-C right after the window opened killed perf stat before it
     /// handled SIGINT, so nothing was counted or written ("stat.csv: No such file"). The

@@ -131,7 +131,7 @@ pub fn record_script(
                        recorder && kill -INT \"$p\" 2>/dev/null; }} ) \
                        </dev/null >/dev/null 2>&1 & t=$!; ",
                     secs = after.as_secs_f64(),
-                    recorder = super::armed_stop::recorder_pid_fn(workdir),
+                    recorder = recorder_pid_fn(workdir),
                 ),
                 format!("[ -e {done} ] || {{ kill $t 2>/dev/null; wait $t; }}; "),
             )
@@ -168,6 +168,25 @@ pub fn without_control_lines(stderr: &str) -> String {
         })
         .map(|l| format!("{l}\n"))
         .collect()
+}
+
+/// Shell text that sets `$p` to the recorder's pid from `WD/recorder.pid`, and succeeds, only
+/// when the pidfile is a regular file holding a positive integer, the pid is not this
+/// shell's, and that process's command line names the workdir (`WD/`): the recorder
+/// writes there, a process that reused the pid does not. The pidfile may be written by
+/// the target's user (async-profiler runs as the JVM's user), so nothing else it says is
+/// taken: never `-1`, `0` or a foreign pid.
+pub(super) fn recorder_pid_fn(workdir: &str) -> String {
+    format!(
+        "recorder() {{ p=; f={pidfile}; [ -f \"$f\" ] && [ ! -L \"$f\" ] || return 1; \
+           {{ read -r p < \"$f\"; }} 2>/dev/null; \
+           case \"$p\" in ''|0*|*[!0-9]*) return 1;; esac; \
+           [ ${{#p}} -le 9 ] && [ \"$p\" != $$ ] || return 1; \
+           case \"$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null)\" in *{wd_slash}*) return 0;; esac; \
+           return 1; }}; ",
+        pidfile = quote(&format!("{workdir}/{RECORDER_PIDFILE}")),
+        wd_slash = quote(&format!("{workdir}/")),
+    )
 }
 
 #[cfg(test)]
