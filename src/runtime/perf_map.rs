@@ -95,7 +95,7 @@ pub async fn perf_map_refused<S: ContainerShell>(
     root: Option<&str>,
 ) -> Option<String> {
     let script = map_check_text(pid, root);
-    match tokio::time::timeout(COPY_LIMIT, shell.run(&["sh", "-c", &script])).await {
+    match tokio::time::timeout(COPY_LIMIT, shell.sh(&script)).await {
         Ok(Ok(out)) => refused_by(&out.stdout, pid),
         _ => refused_by("", pid),
     }
