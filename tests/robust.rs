@@ -32,6 +32,17 @@ fn spawn_devprof(cwd: &std::path::Path, args: &[&str]) -> Child {
         .expect("devprof binary")
 }
 
+/// The capture workdirs left in `container`'s /tmp (empty when none).
+fn workdirs_left(container: &str) -> String {
+    docker_ok(&[
+        "exec",
+        container,
+        "sh",
+        "-c",
+        "ls -d /tmp/devprof.* 2>/dev/null || true",
+    ])
+}
+
 /// Waits (bounded) until a `perf record` runs in the container's pid namespace, which
 /// a sidecar shares.
 fn wait_for_perf_record(container: &str) {
@@ -258,6 +269,9 @@ fn a_container_that_may_write_host_sysctls_never_changes_them_unless_allowed() {
         "host sysctls changed without --allow-sysctl"
     );
     assert!(files_under(cwd.path()).is_empty());
+    // The workdir made beside the process's probe, before perf was refused, is gone.
+    let tmp = workdirs_left(&node.0);
+    assert!(tmp.is_empty(), "temp directory left: {tmp}");
 
     // Allowed: lowered for the capture, and restored when it ends.
     devprof(cwd.path())
@@ -604,13 +618,7 @@ fn ctrl_c_while_folding_leaves_no_perf_script_in_the_target() {
         "perf left running in {}: {left}",
         node.0
     );
-    let tmp = docker_ok(&[
-        "exec",
-        &node.0,
-        "sh",
-        "-c",
-        "ls -d /tmp/devprof.* 2>/dev/null || true",
-    ]);
+    let tmp = workdirs_left(&node.0);
     assert!(tmp.is_empty(), "temp directory left: {tmp}");
     // What was home stays, with a manifest that says the fold was interrupted.
     let manifest = read_manifest(&only_capture(cwd.path(), &node.0, "perf-"));
@@ -883,13 +891,7 @@ fn a_closed_terminal_still_restores_sysctls_and_cleans_up() {
     );
     let left = container_processes(&node.0);
     assert!(perf_records(&left).is_empty(), "perf left running: {left}");
-    let tmp = docker_ok(&[
-        "exec",
-        &node.0,
-        "sh",
-        "-c",
-        "ls -d /tmp/devprof.* 2>/dev/null || true",
-    ]);
+    let tmp = workdirs_left(&node.0);
     assert!(tmp.is_empty(), "temp directory left: {tmp}");
     // The first interrupt keeps what was recorded, as Ctrl-C does.
     let manifest = read_manifest(&only_capture(cwd.path(), &node.0, "perf-"));
@@ -976,13 +978,7 @@ fn a_target_paused_during_an_exec_window_ends_the_capture_and_is_cleaned_once_un
     assert!(!stderr.contains("did not stop when asked"), "{stderr}");
     let left = container_processes(&node.0);
     assert!(perf_records(&left).is_empty(), "perf left running: {left}");
-    let tmp = docker_ok(&[
-        "exec",
-        &node.0,
-        "sh",
-        "-c",
-        "ls -d /tmp/devprof.* 2>/dev/null || true",
-    ]);
+    let tmp = workdirs_left(&node.0);
     assert!(tmp.is_empty(), "temp directory left: {tmp}");
     assert!(
         files_under(cwd.path()).is_empty(),
@@ -1027,13 +1023,7 @@ fn a_target_left_paused_names_what_is_left_and_the_command_that_removes_it() {
     }
     let argv: Vec<&str> = command.split(' ').skip(1).collect();
     docker_ok(&argv);
-    let tmp = docker_ok(&[
-        "exec",
-        &node.0,
-        "sh",
-        "-c",
-        "ls -d /tmp/devprof.* 2>/dev/null || true",
-    ]);
+    let tmp = workdirs_left(&node.0);
     assert!(
         tmp.is_empty(),
         "temp directory left after `{command}`: {tmp}"

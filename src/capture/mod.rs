@@ -32,7 +32,7 @@ use crate::docker::target::{
     ProcessSelector, CPU_SAMPLE_SCRIPT,
 };
 use crate::docker::{ContainerShell, Docker, Shell};
-use crate::engines::{Engine, Reach};
+use crate::engines::{perf, Engine, Reach};
 use crate::error::{Error, Result};
 use crate::runtime::{self, ProcessFacts, Runtime};
 use crate::settings::{CaptureMode, Placement};
@@ -67,6 +67,38 @@ pub struct Located {
     pub runtime: Runtime,
     /// A Go program's executable as read once (version, names of a stripped binary).
     pub go: Option<Arc<GoBinary>>,
+    /// perf's version and access trial, asked beside the process's probe (`Ahead::Perf`).
+    pub perf_answer: Option<perf::Asked>,
+    /// A workdir made beside the process's probe (`Ahead::Perf`), or beside the engine's
+    /// `prepare`; shared with the target placed from this, which takes it for its window.
+    /// What is left in it unused is removed by `reclaim_early_workdir`.
+    pub early_workdir: EarlyWorkdir,
+}
+
+/// A workdir made before it is needed, taken by the first window; shared by the `Located`
+/// and the `Target` placed in its container.
+pub type EarlyWorkdir = Arc<std::sync::Mutex<Option<String>>>;
+
+/// Takes the workdir out of `slot`, if one is there.
+fn take_workdir(slot: &EarlyWorkdir) -> Option<String> {
+    slot.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+/// Removes the early workdir no window took (the capture failed, or chose another engine,
+/// before its window).
+pub async fn reclaim_early_workdir(shell: &Shell, slot: &EarlyWorkdir) {
+    if let Some(workdir) = take_workdir(slot) {
+        session::remove_unused_workdir(shell, &workdir).await;
+    }
+}
+
+/// What `locate` asks of the container beside the process's probe, for the engine the
+/// capture will most likely use: execs that would otherwise come one after another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ahead {
+    Nothing,
+    /// perf's version and access trial, and the workdir (where the container has a perf).
+    Perf,
 }
 
 impl Located {
@@ -78,9 +110,10 @@ impl Located {
         sidecar: Option<(Shell, sidecar::Sidecar)>,
         sysctls: Option<sysctl::SavedSysctls>,
     ) -> Target<R> {
-        let (shell, sidecar) = match sidecar {
-            Some((shell, sidecar)) => (shell, Some(sidecar)),
-            None => (self.shell, None),
+        // A workdir made in the container is no sidecar's.
+        let (shell, sidecar, early_workdir) = match sidecar {
+            Some((shell, sidecar)) => (shell, Some(sidecar), EarlyWorkdir::default()),
+            None => (self.shell, None, self.early_workdir),
         };
         Target {
             shell,
@@ -93,13 +126,22 @@ impl Located {
             ready,
             sidecar,
             sysctls,
-            early_workdir: std::sync::Mutex::new(None),
+            early_workdir,
         }
     }
 }
 
 /// Connects, resolves the container and chooses the process.
 pub async fn locate(target: &str, selector: &ProcessSelector) -> Result<Located> {
+    locate_ahead(target, selector, Ahead::Nothing).await
+}
+
+/// `locate`, asking `ahead` of the container beside the process's probe.
+pub async fn locate_ahead(
+    target: &str,
+    selector: &ProcessSelector,
+    ahead: Ahead,
+) -> Result<Located> {
     let docker = Docker::connect().await?;
     let containers = docker.containers().await?;
     let container = resolve_container(target, &containers)?;
@@ -107,7 +149,26 @@ pub async fn locate(target: &str, selector: &ProcessSelector) -> Result<Located>
     let facts = ContainerFacts::probe(&shell).await?;
     crate::ui::phases::mark("container probed");
     let process = choose_process(&shell, &facts, selector, &container.name).await?;
-    let process_facts = ProcessFacts::probe(&shell, &process).await?;
+    let asked = async {
+        // Where the container has no perf, a perf capture fails in `prepare` (and auto
+        // moves to a sidecar): nothing is made in it.
+        if ahead != Ahead::Perf || facts.perf_candidates.is_empty() {
+            return (None, None);
+        }
+        tokio::join!(perf::ask_ahead(&shell, &facts, process.pid), async {
+            session::make_workdir(&shell).await.ok()
+        })
+    };
+    let (process_facts, (perf_answer, workdir)) =
+        tokio::join!(ProcessFacts::probe(&shell, &process), asked);
+    let early_workdir = EarlyWorkdir::new(std::sync::Mutex::new(workdir));
+    let process_facts = match process_facts {
+        Ok(facts) => facts,
+        Err(e) => {
+            reclaim_early_workdir(&shell, &early_workdir).await;
+            return Err(e);
+        }
+    };
     crate::ui::phases::mark("process probed");
     let mut runtime = runtime::of_process(&process, &process_facts);
     // Read from the container itself (the archive API needs no rights in the process, and
@@ -132,6 +193,8 @@ pub async fn locate(target: &str, selector: &ProcessSelector) -> Result<Located>
         process_facts,
         runtime,
         go,
+        perf_answer,
+        early_workdir,
     })
 }
 
@@ -152,9 +215,10 @@ pub struct Target<R> {
     pub sidecar: Option<sidecar::Sidecar>,
     /// Host-wide sysctls lowered for this capture (`--allow-sysctl`), to restore.
     pub sysctls: Option<sysctl::SavedSysctls>,
-    /// A workdir made while the engine was prepared (an exec's wait saved before the
-    /// window), taken by the first `in_workdir`; removed by `release` if none took it.
-    pub early_workdir: std::sync::Mutex<Option<String>>,
+    /// A workdir made while the process was probed or the engine prepared (an exec's wait
+    /// saved before the window), taken by the first `in_workdir`; removed by `release` if
+    /// none took it.
+    pub early_workdir: EarlyWorkdir,
 }
 
 impl<R> Target<R> {
@@ -178,7 +242,7 @@ impl<R> Target<R> {
 
     /// The workdir made early, once.
     pub fn take_early_workdir(&self) -> Option<String> {
-        self.early_workdir.lock().ok()?.take()
+        take_workdir(&self.early_workdir)
     }
 
     /// Watches the target container and process during the capture.
@@ -245,14 +309,16 @@ pub async fn find_target<E: Engine>(
     let mode = placement.mode;
     if mode != CaptureMode::Sidecar {
         let prepare = || engine.prepare(&located.shell, &located.facts, &located.process);
-        // The capture's workdir is made meanwhile (it is needed once the engine is ready),
-        // where the container has a perf: without one a perf capture fails here, and auto
-        // moves to a sidecar, which leaves the target untouched.
+        // The capture's workdir was made beside the process's probe, or is made meanwhile
+        // (it is needed once the engine is ready), where the container has a perf: without
+        // one a perf capture fails here, and auto moves to a sidecar, which leaves the
+        // target untouched.
+        let made_ahead = take_workdir(&located.early_workdir);
         let early = async {
-            if located.facts.perf_candidates.is_empty() {
-                None
-            } else {
-                session::make_workdir(&located.shell).await.ok()
+            match made_ahead {
+                Some(workdir) => Some(workdir),
+                None if located.facts.perf_candidates.is_empty() => None,
+                None => session::make_workdir(&located.shell).await.ok(),
             }
         };
         let (mut attempt, early_workdir) = tokio::join!(prepare(), early);

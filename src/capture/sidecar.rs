@@ -157,7 +157,7 @@ pub async fn start<E: Engine>(
                         privileges: privileges_text(tier),
                     }),
                     sysctls: None,
-                    early_workdir: std::sync::Mutex::new(None),
+                    early_workdir: Default::default(),
                 });
             }
             Err(e) => {

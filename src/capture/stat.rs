@@ -36,7 +36,7 @@ pub async fn run_stat(settings: &StatSettings, interrupts: &mut Interrupts) -> R
     }
     let located = locate(&settings.target, &settings.process).await?;
     placed(
-        &PerfEngine,
+        &PerfEngine::default(),
         located,
         &settings.placement,
         false,
@@ -327,8 +327,8 @@ fn base_manifest(
         ManifestBase {
             kind: "stat",
             typed_target: &settings.target,
-            engine: PerfEngine.name(),
-            tool: PerfEngine.tool(&target.ready),
+            engine: PerfEngine::default().name(),
+            tool: PerfEngine::default().tool(&target.ready),
             window,
             requested,
             interrupted: false,

@@ -9,7 +9,7 @@ use super::kept::Again;
 use super::manifest::{manifest_for, ManifestBase};
 use super::run::{placed, Run};
 use super::session::Recording;
-use super::{jit, locate, Located, Target};
+use super::{jit, locate, locate_ahead, reclaim_early_workdir, Ahead, Located, Target};
 use crate::engines::asprof::{release, AsprofEngine, AsprofMode, AsprofSource};
 use crate::engines::perf::PerfEngine;
 use crate::engines::pprof::{PprofEngine, PprofKind};
@@ -54,8 +54,31 @@ pub async fn run_cpu(settings: &CpuSettings, interrupts: &mut Interrupts) -> Res
 }
 
 async fn run_cpu_window(settings: &CpuSettings, interrupts: &mut Interrupts) -> Result<CpuOutcome> {
-    let located = locate(&settings.target, &settings.process).await?;
+    // Where perf will most likely record in the container, its version and access trial
+    // and the workdir are asked for beside the process's probe, not after it.
+    let ahead = match settings.engine {
+        EngineSpec::Auto { .. } | EngineSpec::Perf
+            if settings.placement.mode != CaptureMode::Sidecar =>
+        {
+            Ahead::Perf
+        }
+        _ => Ahead::Nothing,
+    };
+    let located = locate_ahead(&settings.target, &settings.process, ahead).await?;
     crate::ui::phases::mark("target found");
+    let (shell, early_workdir) = (located.shell.clone(), located.early_workdir.clone());
+    let result = run_located(located, settings, interrupts).await;
+    // A workdir made ahead that no window took: another engine was chosen, or the
+    // capture failed before its window.
+    reclaim_early_workdir(&shell, &early_workdir).await;
+    result
+}
+
+async fn run_located(
+    located: Located,
+    settings: &CpuSettings,
+    interrupts: &mut Interrupts,
+) -> Result<CpuOutcome> {
     match &settings.engine {
         EngineSpec::Pprof { url } => {
             run_go_pprof(located, settings, url.as_deref(), interrupts).await
@@ -153,7 +176,10 @@ async fn run_perf(
             located.runtime.name()
         )));
     }
-    run_with(&PerfEngine, located, settings, interrupts).await
+    // perf's answers asked beside the process's probe are the first `prepare`'s.
+    let mut located = located;
+    let engine = PerfEngine::answered(located.perf_answer.take());
+    run_with(&engine, located, settings, interrupts).await
 }
 
 /// The engines of a fallback chain.
@@ -166,7 +192,7 @@ enum EngineKind {
 impl EngineKind {
     fn name(self) -> &'static str {
         match self {
-            EngineKind::Perf => PerfEngine.name(),
+            EngineKind::Perf => PerfEngine::default().name(),
             EngineKind::PySpy => PySpyEngine::default().name(),
         }
     }

@@ -68,7 +68,7 @@ pub async fn run_offcpu(
     let wants_tracepoints = settings.config.events.iter().any(|e| is_tracepoint(e));
     let located = locate(&settings.target, &settings.process).await?;
     placed(
-        &PerfEngine,
+        &PerfEngine::default(),
         located,
         &settings.placement,
         wants_tracepoints,
@@ -705,8 +705,8 @@ fn offcpu_manifest(
         ManifestBase {
             kind: "offcpu",
             typed_target: &settings.target,
-            engine: PerfEngine.name(),
-            tool: PerfEngine.tool(&target.ready),
+            engine: PerfEngine::default().name(),
+            tool: PerfEngine::default().tool(&target.ready),
             window: recording.window,
             requested: settings.duration,
             interrupted: recording.interrupted,

@@ -40,8 +40,54 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// On-CPU sampling with `perf record -g`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PerfEngine;
+#[derive(Debug, Default)]
+pub struct PerfEngine {
+    /// perf's version and access trial, asked before `prepare` (beside the process's
+    /// probe, `ask_ahead`): the first `prepare` through the container's own shell takes
+    /// it instead of asking again.
+    answered: std::sync::Mutex<Option<Asked>>,
+}
+
+/// An answer, and the container whose perf gave it.
+#[derive(Debug)]
+pub struct Asked {
+    container: String,
+    answer: PerfAnswer,
+}
+
+/// What the perf tried first answered to its version query and access trial, in one exec
+/// (`version_and_trial`); None: it did not answer.
+pub type PerfAnswer = Result<Option<(PerfTool, Access)>>;
+
+impl PerfEngine {
+    /// An engine whose first `prepare` in the answer's container takes it (None: asks
+    /// then).
+    pub fn answered(answered: Option<Asked>) -> Self {
+        PerfEngine {
+            answered: std::sync::Mutex::new(answered),
+        }
+    }
+
+    /// The answer asked ahead, once, and only in the container that gave it (a sidecar's
+    /// perf is another perf, with other rights).
+    fn take_answer(&self, container: &str) -> Option<PerfAnswer> {
+        let mut answered = self.answered.lock().unwrap_or_else(|e| e.into_inner());
+        match answered.take() {
+            Some(asked) if asked.container == container => Some(asked.answer),
+            _ => None,
+        }
+    }
+}
+
+/// perf's version and access trial for `pid`, asked of the perf tried first where the
+/// container has one; None where it has none.
+pub async fn ask_ahead(shell: &Shell, facts: &ContainerFacts, pid: u32) -> Option<Asked> {
+    let first = perf_candidates(facts).into_iter().next()?;
+    Some(Asked {
+        container: shell.container().to_string(),
+        answer: version_and_trial(shell, &first, facts, pid).await,
+    })
+}
 
 /// A perf that may record the process, and the event it samples.
 #[derive(Debug, Clone)]
@@ -69,10 +115,17 @@ impl Engine for PerfEngine {
         facts: &'a ContainerFacts,
         process: &'a ProcInfo,
     ) -> Result<PerfReady> {
-        // The perf tried first answers its version and runs the trial in one exec; where
-        // it does not answer, each candidate is asked, and the one that answers tried.
-        let ready = match perf_candidates(facts).first() {
-            Some(first) => version_and_trial(shell, first, facts, process.pid).await?,
+        // The perf tried first answers its version and runs the trial in one exec (maybe
+        // already, beside the process's probe); where it does not answer, each candidate
+        // is asked, and the one that answers tried.
+        let asked = match self.take_answer(shell.container()) {
+            Some(answer) => Some(answer),
+            None => ask_ahead(shell, facts, process.pid)
+                .await
+                .map(|asked| asked.answer),
+        };
+        let ready = match asked {
+            Some(answer) => answer?,
             None => None,
         };
         let (perf, access) = match ready {
@@ -503,3 +556,29 @@ async fn download_data(shell: &Shell, data_in_container: &str, stem: &Stem) -> R
 
 /// A download of perf.data under way.
 const PARTIAL_DATA: &str = "data.part";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked_in(container: &str) -> Option<Asked> {
+        Some(Asked {
+            container: container.into(),
+            answer: Ok(None),
+        })
+    }
+
+    /// The answer asked beside the process's probe serves the first `prepare` in its own
+    /// container, once: a retry (after the sysctls were lowered) asks again, and a
+    /// sidecar's perf, another perf with other rights, never takes it.
+    #[test]
+    fn an_answer_asked_ahead_is_taken_once_and_only_in_its_container() {
+        let engine = PerfEngine::answered(asked_in("node"));
+        assert!(matches!(engine.take_answer("node"), Some(Ok(None))));
+        assert!(engine.take_answer("node").is_none());
+        let engine = PerfEngine::answered(asked_in("node"));
+        assert!(engine.take_answer("devprof-sidecar-node").is_none());
+        assert!(engine.take_answer("node").is_none());
+        assert!(PerfEngine::default().take_answer("node").is_none());
+    }
+}
