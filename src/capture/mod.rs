@@ -92,6 +92,18 @@ pub async fn reclaim_early_workdir(shell: &Shell, slot: &EarlyWorkdir) {
     }
 }
 
+/// Runs `body` on `located`; then removes the workdir made ahead that no window took (the
+/// capture chose another engine, or failed before its window).
+pub async fn reclaiming<T>(
+    located: Located,
+    body: impl AsyncFnOnce(Located) -> Result<T>,
+) -> Result<T> {
+    let (shell, slot) = (located.shell.clone(), located.early_workdir.clone());
+    let result = body(located).await;
+    reclaim_early_workdir(&shell, &slot).await;
+    result
+}
+
 /// What `locate` asks of the container beside the process's probe, for the engine the
 /// capture will most likely use: execs that would otherwise come one after another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +111,16 @@ pub enum Ahead {
     Nothing,
     /// perf's version and access trial, and the workdir (where the container has a perf).
     Perf,
+}
+
+impl Ahead {
+    /// perf's answers and the workdir, unless perf records from a sidecar (`mode`).
+    pub fn perf_in(mode: CaptureMode) -> Ahead {
+        match mode {
+            CaptureMode::Sidecar => Ahead::Nothing,
+            _ => Ahead::Perf,
+        }
+    }
 }
 
 impl Located {

@@ -6,7 +6,12 @@
 use super::kept::{self, Again};
 use super::liveness::{Stop, Watch};
 use super::session::{cleanup_workdir, make_workdir, record, Recording, Window};
-use super::{catching, find_target, resume, workdir_cleanable, Located, Target};
+use super::{
+    catching, find_target, locate_ahead, reclaiming, resume, workdir_cleanable, Ahead, Located,
+    Target,
+};
+use crate::docker::target::ProcessSelector;
+use crate::engines::perf::{PerfEngine, PerfReady};
 use crate::engines::Engine;
 use crate::error::{Error, Result};
 use crate::settings::Placement;
@@ -30,6 +35,25 @@ pub async fn placed<E: Engine, T>(
 ) -> Result<T> {
     let target = find_target(engine, located, placement, needs_tracefs).await?;
     target.hold(body).await
+}
+
+/// A perf capture placed: the process located with perf's version and access trial and the
+/// workdir asked for beside its probe (unless perf records from a sidecar), perf placed
+/// for it as `placement` allows, `body` run on it; then a workdir made ahead that no window
+/// took is removed.
+pub async fn perf_placed<T>(
+    target: &str,
+    selector: &ProcessSelector,
+    placement: &Placement,
+    needs_tracefs: bool,
+    body: impl AsyncFnOnce(&Target<PerfReady>) -> Result<T>,
+) -> Result<T> {
+    let located = locate_ahead(target, selector, Ahead::perf_in(placement.mode)).await?;
+    reclaiming(located, async |mut located| {
+        let engine = PerfEngine::answered(located.perf_answer.take());
+        placed(&engine, located, placement, needs_tracefs, body).await
+    })
+    .await
 }
 
 impl<R> Target<R> {

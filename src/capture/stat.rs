@@ -5,8 +5,8 @@
 
 use super::command::{self, Launch, RunAs, RunEnd};
 use super::manifest::{manifest_for, ManifestBase};
-use super::run::{self, placed};
-use super::{locate, Target};
+use super::run::{self, perf_placed};
+use super::Target;
 use crate::docker::{ContainerShell, Shell};
 use crate::engines::perf::{first_error_line, PerfEngine, PerfReady};
 use crate::engines::Engine;
@@ -34,10 +34,9 @@ pub async fn run_stat(settings: &StatSettings, interrupts: &mut Interrupts) -> R
                 .into(),
         ));
     }
-    let located = locate(&settings.target, &settings.process).await?;
-    placed(
-        &PerfEngine::default(),
-        located,
+    perf_placed(
+        &settings.target,
+        &settings.process,
         &settings.placement,
         false,
         async |target| stat_with(target, settings, interrupts).await,

@@ -9,7 +9,7 @@ use super::kept::Again;
 use super::manifest::{manifest_for, ManifestBase};
 use super::run::{placed, Run};
 use super::session::Recording;
-use super::{jit, locate, locate_ahead, reclaim_early_workdir, Ahead, Located, Target};
+use super::{jit, locate, locate_ahead, reclaiming, Ahead, Located, Target};
 use crate::engines::asprof::{release, AsprofEngine, AsprofMode, AsprofSource};
 use crate::engines::perf::PerfEngine;
 use crate::engines::pprof::{PprofEngine, PprofKind};
@@ -57,21 +57,15 @@ async fn run_cpu_window(settings: &CpuSettings, interrupts: &mut Interrupts) -> 
     // Where perf will most likely record in the container, its version and access trial
     // and the workdir are asked for beside the process's probe, not after it.
     let ahead = match settings.engine {
-        EngineSpec::Auto { .. } | EngineSpec::Perf
-            if settings.placement.mode != CaptureMode::Sidecar =>
-        {
-            Ahead::Perf
-        }
+        EngineSpec::Auto { .. } | EngineSpec::Perf => Ahead::perf_in(settings.placement.mode),
         _ => Ahead::Nothing,
     };
     let located = locate_ahead(&settings.target, &settings.process, ahead).await?;
     crate::ui::phases::mark("target found");
-    let (shell, early_workdir) = (located.shell.clone(), located.early_workdir.clone());
-    let result = run_located(located, settings, interrupts).await;
-    // A workdir made ahead that no window took: another engine was chosen, or the
-    // capture failed before its window.
-    reclaim_early_workdir(&shell, &early_workdir).await;
-    result
+    reclaiming(located, async |located| {
+        run_located(located, settings, interrupts).await
+    })
+    .await
 }
 
 async fn run_located(

@@ -7,9 +7,9 @@ mod events;
 
 use super::kept::Again;
 use super::manifest::{manifest_for, subtitle, ManifestBase, Sampling};
-use super::run::{placed, Run};
+use super::run::{perf_placed, Run};
 use super::session::Recording;
-use super::{catching, jit, locate, resume, Target};
+use super::{catching, jit, resume, Target};
 use crate::docker::ExecOutput;
 use crate::engines::perf::{self, bring_home, record_tail, symfs_args, PerfEngine, PerfReady};
 use crate::engines::Engine;
@@ -66,10 +66,9 @@ pub async fn run_offcpu(
     interrupts: &mut Interrupts,
 ) -> Result<OffcpuOutcome> {
     let wants_tracepoints = settings.config.events.iter().any(|e| is_tracepoint(e));
-    let located = locate(&settings.target, &settings.process).await?;
-    placed(
-        &PerfEngine::default(),
-        located,
+    perf_placed(
+        &settings.target,
+        &settings.process,
         &settings.placement,
         wants_tracepoints,
         async |target| capture_with(target, settings, interrupts).await,
