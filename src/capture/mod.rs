@@ -149,6 +149,7 @@ impl Located {
             sidecar,
             sysctls,
             early_workdir,
+            cleaned_workdir: Default::default(),
         }
     }
 }
@@ -241,6 +242,9 @@ pub struct Target<R> {
     /// saved before the window), taken by the first `in_workdir`; removed by `release` if
     /// none took it.
     pub early_workdir: EarlyWorkdir,
+    /// The workdir a recipe cleaned as soon as it no longer needed it (beside the rest of
+    /// its work), which `in_workdir` then leaves alone.
+    pub cleaned_workdir: std::sync::Mutex<Option<String>>,
 }
 
 impl<R> Target<R> {

@@ -82,11 +82,29 @@ impl<R> Target<R> {
         };
         crate::ui::phases::mark("workdir made");
         let result = catching(Box::pin(body(&workdir))).await;
-        if workdir_cleanable(&self.watch(), &workdir, &result).await {
+        let cleaned = self
+            .cleaned_workdir
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if cleaned.as_deref() != Some(workdir.as_str())
+            && workdir_cleanable(&self.watch(), &workdir, &result).await
+        {
             finish(&workdir).await;
             cleanup_workdir(&self.shell, &workdir).await;
         }
         resume(result)
+    }
+
+    /// Cleans `workdir` now (`finish`, the engine's own stop, first), for a recipe whose
+    /// work in it is done while it still works on the host: `in_workdir` then leaves it.
+    pub async fn clean_workdir_now(&self, workdir: &str, finish: impl Future<Output = ()>) {
+        finish.await;
+        cleanup_workdir(&self.shell, workdir).await;
+        *self
+            .cleaned_workdir
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(workdir.to_string());
     }
 }
 

@@ -158,6 +158,7 @@ pub async fn start<E: Engine>(
                     }),
                     sysctls: None,
                     early_workdir: Default::default(),
+                    cleaned_workdir: Default::default(),
                 });
             }
             Err(e) => {

@@ -403,10 +403,15 @@ async fn record_and_analyse<E: Engine>(
     )
     .await?;
     crate::ui::phases::mark("folded");
-    // The log stream was drained meanwhile.
+    // The log stream was drained meanwhile. The workdir's work is done (perf.data is home,
+    // any perf script has run): it is cleaned while the log's tail is read back.
     let mut recorded = recorded;
-    recorded.recording.settle_markers().await;
-    crate::ui::phases::mark("log markers read");
+    let finish = engine.finish(&target.ready, &target.shell, job);
+    tokio::join!(
+        recorded.recording.settle_markers(),
+        target.clean_workdir_now(run.workdir, finish)
+    );
+    crate::ui::phases::mark("log markers read, workdir cleaned");
     recorded.recording.stamp_markers(&mut manifest);
     let recording = &recorded.recording;
     for (step, ms) in &collected.timings_ms {
