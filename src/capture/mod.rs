@@ -92,17 +92,21 @@ pub async fn reclaim_early_workdir(shell: &Shell, slot: &EarlyWorkdir) {
     }
 }
 
-/// Runs `body` on `located`; then removes the workdir made ahead that no window took (the
-/// capture chose another engine, or failed before its window).
+/// Runs `body` on `located`; then, whatever happened (a panic too), removes the workdir
+/// made ahead that no window took (the capture chose another engine, or failed before its
+/// window).
 pub async fn reclaiming<T>(
     located: Located,
     body: impl AsyncFnOnce(Located) -> Result<T>,
 ) -> Result<T> {
     let (shell, slot) = (located.shell.clone(), located.early_workdir.clone());
-    let result = body(located).await;
+    let result = catching(Box::pin(body(located))).await;
     reclaim_early_workdir(&shell, &slot).await;
-    result
+    resume(result)
 }
+
+/// Longest perf's answers asked ahead may take (its trial counts for 0.1 s at most).
+const AHEAD_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What `locate` asks of the container beside the process's probe, for the engine the
 /// capture will most likely use: execs that would otherwise come one after another.
@@ -178,9 +182,15 @@ pub async fn locate_ahead(
         if ahead != Ahead::Perf || facts.perf_candidates.is_empty() {
             return (None, None);
         }
-        tokio::join!(perf::ask_ahead(&shell, &facts, process.pid), async {
-            session::make_workdir(&shell).await.ok()
-        })
+        // Bounded: an engine other than perf may be chosen once the probe is read, and
+        // must not wait on a perf that hangs. Unanswered in time, `prepare` asks.
+        let answer = async {
+            tokio::time::timeout(AHEAD_LIMIT, perf::ask_ahead(&shell, &facts, process.pid))
+                .await
+                .ok()
+                .flatten()
+        };
+        tokio::join!(answer, async { session::make_workdir(&shell).await.ok() })
     };
     let (process_facts, (perf_answer, workdir)) =
         tokio::join!(ProcessFacts::probe(&shell, &process), asked);
