@@ -2,8 +2,7 @@
 //! it acts at (`at:NS`) ahead of time, and its container waits for it by its own clock, so
 //! that the time a line takes to reach each container does not spread the windows.
 
-pub(super) use super::record_script::recorder_pid_fn;
-use super::record_script::{wait_for_release, CONTROL_FIFO, WAIT_UNTIL_FN};
+use super::record_script::{recorder_pid_fn, wait_for_release, CONTROL_FIFO, WAIT_UNTIL_FN};
 use crate::docker::exec::ROOT;
 use crate::docker::{ContainerShell, Shell};
 use crate::text::quote;

@@ -4,12 +4,12 @@
 //! a second aborts), and clean-up that leaves no recorder and no file behind.
 
 use super::armed_stop::{
-    instant_on_wall_clock, recorder_pid_fn, release_line, stop_recorder, ArmedStop, RELEASE_LEAD,
+    instant_on_wall_clock, release_line, stop_recorder, ArmedStop, RELEASE_LEAD,
 };
 use super::gate;
 use super::liveness::{Stop, Watch, PROCESS_CHECK, PROCESS_CHECK_FOLLOWED};
 use super::record_script::{
-    controlled_argv_with_slack, record_script, without_control_lines, ALONE_SLACK,
+    controlled_argv_with_slack, record_script, recorder_pid_fn, without_control_lines, ALONE_SLACK,
     CONTROLLED_SLACK, READY_MARKER, START_MARKER,
 };
 use crate::docker::exec::ROOT;

@@ -71,19 +71,16 @@ pub fn refused_by(stdout: &str, pid: u32) -> Option<String> {
         .next()
         .and_then(|line| line.strip_prefix(VERDICT))
         .and_then(|rest| rest.strip_prefix(' '));
-    let Some(verdict) = verdict else {
-        return Some(format!("/tmp/perf-{pid}.map could not be checked"));
+    // No verdict, or a status the check never gives: it did not run through.
+    let (code, why) = verdict
+        .map(|v| v.split_once(' ').unwrap_or((v, "")))
+        .unwrap_or(("", ""));
+    let why = match code {
+        "0" | "2" => return None,
+        "3" | "4" => crate::text::printable(why.trim()),
+        _ => "could not be checked".to_string(),
     };
-    let (code, why) = verdict.split_once(' ').unwrap_or((verdict, ""));
-    match code {
-        "0" | "2" => None,
-        "3" | "4" => Some(format!(
-            "/tmp/perf-{pid}.map {}",
-            crate::text::printable(why.trim())
-        )),
-        // Any other status: the check itself did not run through.
-        _ => Some(format!("/tmp/perf-{pid}.map could not be checked")),
-    }
+    Some(format!("/tmp/perf-{pid}.map {why}"))
 }
 
 /// Whether perf must not read the perf map of `pid`: `refused_by` on a check of its own.
