@@ -12,7 +12,8 @@
 # is identical to perf script's.
 #
 #   scripts/bench-dwarf.sh [--container NAME] [SECONDS] [HZ]   (defaults: 20 s at 999 Hz)
-#   KEEP=1 keeps the work directory; QUIET=1 pauses the running containers while timing.
+#   KEEP=1 keeps the work directory; QUIET=1 pauses the running containers while timing;
+#   RUNS=N times each fold N times (the median run printed).
 # Needs perf, /usr/bin/time, gcc, python3 and target/release/devprof (and, for a
 # container, the devnet with perf in the container, and root for chroot); samply from $SAMPLY, PATH, or installed
 # into a temporary directory (cargo install samply).
@@ -67,17 +68,36 @@ if [ -n "${QUIET:-}" ]; then
     sleep 3
 fi
 
-# name, command: wall, user+sys CPU, peak RSS from /usr/bin/time -v
+# name, command: wall, user+sys CPU, peak RSS from /usr/bin/time -v; with RUNS=N (default
+# 1) the command runs N times and the run of median wall time is printed, with the range.
 measure() {
     local name="$1"; shift
-    /usr/bin/time -v -o "$work/$name.time" "$@" 2>"$work/$name.err" >/dev/null
-    awk -v name="$name" -F': ' '
-        /Elapsed \(wall clock\)/ { n = split($2, p, ":"); wall = (n == 3 ? p[1] * 3600 + p[2] * 60 + p[3] : p[1] * 60 + p[2]) }
-        /User time/ { cpu += $2 } /System time/ { cpu += $2 }
-        /Maximum resident/ { rss = $2 / 1024 }
-        END { printf "%-22s wall %7.2f s  cpu %7.2f s  peak RSS %6.0f MiB\n", name, wall, cpu, rss }' "$work/$name.time"
+    local run
+    for run in $(seq "${RUNS:-1}"); do
+        # Wall time to the millisecond (time's own is to 10 ms, a fifth of a small fold).
+        local start end
+        start=$(date +%s%N)
+        /usr/bin/time -v -o "$work/$name.time" "$@" 2>"$work/$name.err" >/dev/null
+        end=$(date +%s%N)
+        awk -F': ' -v wall="$(( (end - start) / 1000000 ))" '
+            BEGIN { wall /= 1000 }
+            /User time/ { cpu += $2 } /System time/ { cpu += $2 }
+            /Maximum resident/ { rss = $2 / 1024 }
+            END { printf "%.3f %.2f %.0f\n", wall, cpu, rss }' "$work/$name.time" >>"$work/$name.runs"
+    done
+    sort -n "$work/$name.runs" | awk -v name="$name" '
+        { wall[NR] = $1; cpu[NR] = $2; rss[NR] = $3 }
+        END { m = int((NR + 1) / 2)
+              printf "%-22s wall %7.3f s (%.3f-%.3f)  cpu %7.2f s  peak RSS %6.0f MiB  (%d runs)\n",
+                  name, wall[m], wall[1], wall[NR], cpu[m], rss[m], NR }'
 }
 
+# As beside every capture in devprof's store, a .symbols directory keeps this boot's kernel
+# symbols: the first fold reads /proc/kallsyms (the kernel makes it line by line, 30-50 ms
+# of CPU) and keeps them, as a capture's fold does; perf script reads the copy perf record
+# kept in ~/.debug. The first fold is timed apart ("native-first").
+mkdir "$work/.symbols"
+RUNS=1 measure native-first "$devprof" fold "$work/bench.data" --symfs "$root" -o "$work/native.folded"
 measure native "$devprof" fold "$work/bench.data" --symfs "$root" -o "$work/native.folded"
 measure perf-script sh -c "perf script -i '$work/bench.data' --symfs '$root' -F comm,pid,tid,time,event,ip,sym,dso --no-inline 2>/dev/null | '$devprof' fold - -o '$work/script.folded'"
 if [ -n "$samply" ]; then

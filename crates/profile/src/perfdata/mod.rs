@@ -26,8 +26,9 @@ use std::io;
 use std::path::Path;
 
 /// A decoded event, small enough to hold a round's worth for sorting.
+/// Borrows from the mapped file where it can (a DWARF sample's stack bytes).
 #[derive(Debug, Clone)]
-enum Event {
+enum Event<'a> {
     Sample {
         attr: usize,
         pid: u32,
@@ -37,7 +38,7 @@ enum Event {
         /// Frame-pointer callchain with perf's context markers (only when asked for).
         callchain: Vec<u64>,
         /// The user registers and stack of a DWARF sample (only when asked for).
-        user: Option<Box<unwind::UserState>>,
+        user: Option<Box<unwind::UserState<'a>>>,
     },
     Switch {
         tid: u32,
@@ -68,7 +69,62 @@ enum Event {
     },
 }
 
-impl Event {
+impl Event<'_> {
+    /// The same event holding nothing borrowed.
+    fn into_owned(self) -> Event<'static> {
+        match self {
+            Event::Sample {
+                attr,
+                pid,
+                tid,
+                time,
+                fields,
+                callchain,
+                user,
+            } => Event::Sample {
+                attr,
+                pid,
+                tid,
+                time,
+                fields,
+                callchain,
+                user: user.map(|u| Box::new(u.into_owned())),
+            },
+            Event::Switch { tid, time, out } => Event::Switch { tid, time, out },
+            Event::Comm { tid, time, comm } => Event::Comm { tid, time, comm },
+            Event::Mmap {
+                pid,
+                time,
+                start,
+                len,
+                pgoff,
+                filename,
+            } => Event::Mmap {
+                pid,
+                time,
+                start,
+                len,
+                pgoff,
+                filename,
+            },
+            Event::Task {
+                pid,
+                ppid,
+                tid,
+                ptid,
+                time,
+                exit,
+            } => Event::Task {
+                pid,
+                ppid,
+                tid,
+                ptid,
+                time,
+                exit,
+            },
+        }
+    }
+
     fn time(&self) -> u64 {
         match self {
             Event::Sample { time, .. }
@@ -117,13 +173,13 @@ fn trailer_tid_time(body: &[u8], sample_type: u64) -> (Option<u32>, u64) {
     (tid, time)
 }
 
-fn decode(
+fn decode<'a>(
     kind: u32,
     misc: u16,
-    body: &[u8],
+    body: &'a [u8],
     layout: &Layout,
     callchains: bool,
-) -> io::Result<Option<Event>> {
+) -> io::Result<Option<Event<'a>>> {
     match kind {
         RECORD_SAMPLE => decode_sample(body, layout, callchains).map(Some),
         RECORD_SWITCH | RECORD_SWITCH_CPU_WIDE => {
@@ -181,7 +237,7 @@ fn decode(
     }
 }
 
-fn decode_sample(body: &[u8], layout: &Layout, callchains: bool) -> io::Result<Event> {
+fn decode_sample<'a>(body: &'a [u8], layout: &Layout, callchains: bool) -> io::Result<Event<'a>> {
     // Which event: perf puts the id first (IDENTIFIER) when the events' layouts differ,
     // else at the ID position, which all its events then share.
     let common = layout.trailer_type();
@@ -402,7 +458,7 @@ where
 /// `callchains` also decodes sample callchains and the mmap, fork and exit records.
 fn read_events<F>(path: &Path, callchains: bool, mut on_event: F) -> io::Result<()>
 where
-    F: FnMut(Event, &Layout),
+    F: FnMut(Event<'_>, &Layout),
 {
     let mut file = File::open(path)?;
     let (layout, data_off, data_size) = read_layout(&mut file)?;
@@ -424,7 +480,21 @@ where
     let _ = map.advise(memmap2::Advice::Sequential);
     let start = data_off as usize;
     let end = data_off.saturating_add(data_size).min(len) as usize;
-    let data = &map[start..end];
+    decode_records(&map, start..end, &layout, callchains, &mut |event| {
+        on_event(event, &layout)
+    })
+}
+
+/// Decodes the records of `map[data]` and emits them in perf's time order.
+fn decode_records<'m>(
+    map: &'m memmap2::Mmap,
+    data: std::ops::Range<usize>,
+    layout: &Layout,
+    callchains: bool,
+    emit: &mut impl FnMut(Event<'m>),
+) -> io::Result<()> {
+    let start = data.start;
+    let data = &map[data];
     let mut at = 0usize;
     // The pages behind the reader leave this process as it goes (the file stays in the
     // page cache): a recording of gigabytes is read through a window of RELEASE_EVERY.
@@ -436,14 +506,14 @@ where
         round_max: 0,
         callchains,
     };
-    let mut emit = |event: Event| on_event(event, &layout);
     let mut decompressor: Option<zstd::stream::raw::Decoder<'static>> = None;
     let mut inflated: Vec<u8> = Vec::new();
     while let Some(header) = data.get(at..at + 8) {
         let behind = (start + at) & !(PAGE - 1);
         if behind - released >= RELEASE_EVERY {
             // SAFETY: a read-only file mapping; the pages wholly before the record to come
-            // are not read again (were they, they would fault in the same bytes).
+            // are seldom read again (an event held for its round may borrow from them),
+            // and then they fault in the same bytes.
             let _ = unsafe {
                 map.unchecked_advise_range(
                     memmap2::UncheckedAdvice::DontNeed,
@@ -473,18 +543,18 @@ where
                     None => decompressor.insert(zstd::stream::raw::Decoder::new()?),
                 };
                 inflate(decoder, body, &mut inflated)?;
-                let used = state.take_records(&inflated, &layout, &mut emit)?;
+                let used = state.take_records(&inflated, layout, emit)?;
                 inflated.drain(..used);
             }
-            RECORD_FINISHED_ROUND => state.finish_round(&mut emit),
+            RECORD_FINISHED_ROUND => state.finish_round(emit),
             _ => {
-                if let Some(event) = decode(kind, misc, body, &layout, callchains)? {
+                if let Some(event) = decode(kind, misc, body, layout, callchains)? {
                     state.push(event);
                 }
             }
         }
     }
-    state.flush_all(&mut emit);
+    state.flush_all(emit);
     Ok(())
 }
 
@@ -542,21 +612,21 @@ fn inflate(
 }
 
 /// Holds decoded events until perf's round protocol says they can be emitted in order.
-struct Emitter {
-    pending: Vec<Event>,
+struct Emitter<'a> {
+    pending: Vec<Event<'a>>,
     flush_limit: u64,
     round_max: u64,
     callchains: bool,
 }
 
-impl Emitter {
-    fn push(&mut self, event: Event) {
+impl<'a> Emitter<'a> {
+    fn push(&mut self, event: Event<'a>) {
         self.round_max = self.round_max.max(event.time());
         self.pending.push(event);
     }
 
     /// Whole records out of decompressed bytes; returns the bytes used.
-    fn take_records<F: FnMut(Event)>(
+    fn take_records<F: FnMut(Event<'a>)>(
         &mut self,
         bytes: &[u8],
         layout: &Layout,
@@ -578,7 +648,8 @@ impl Emitter {
             if kind == RECORD_FINISHED_ROUND {
                 self.finish_round(emit);
             } else if let Some(event) = decode(kind, misc, body, layout, self.callchains)? {
-                self.push(event);
+                // The decompressed bytes are reused: what is held past them is copied.
+                self.push(event.into_owned());
             }
             at += size;
         }
@@ -587,7 +658,7 @@ impl Emitter {
 
     /// perf's rule: at the end of a round, everything up to the previous round's latest
     /// timestamp is complete and can go out sorted.
-    fn finish_round<F: FnMut(Event)>(&mut self, emit: &mut F) {
+    fn finish_round<F: FnMut(Event<'a>)>(&mut self, emit: &mut F) {
         let limit = self.flush_limit;
         self.flush_limit = self.round_max;
         // Stable: records of one time keep their order in the file.
@@ -598,7 +669,7 @@ impl Emitter {
         }
     }
 
-    fn flush_all<F: FnMut(Event)>(&mut self, emit: &mut F) {
+    fn flush_all<F: FnMut(Event<'a>)>(&mut self, emit: &mut F) {
         self.pending.sort_by_key(Event::time);
         for event in self.pending.drain(..) {
             emit(event);

@@ -9,6 +9,7 @@ use super::header::*;
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
 use object::{Object, ObjectSection, ObjectSegment};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
 use std::ops::{Deref, Range};
@@ -24,19 +25,33 @@ const PAGE: u64 = 4096;
 const MAX_FRAMES: usize = 127;
 
 /// What a DWARF sample holds of the user side: the registers the unwinding starts from and
-/// the bytes of the stack from the stack pointer up.
+/// the bytes of the stack from the stack pointer up, borrowed from the mapped file (a
+/// DWARF capture holds up to 8 KiB of them per sample: copying them was a tenth of a
+/// fold's time) or owned where the record was decompressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserState {
+pub struct UserState<'a> {
     pub ip: u64,
     pub sp: u64,
     pub bp: u64,
-    pub stack: Vec<u8>,
+    pub stack: Cow<'a, [u8]>,
+}
+
+impl UserState<'_> {
+    pub fn into_owned(self) -> UserState<'static> {
+        UserState {
+            stack: Cow::Owned(self.stack.into_owned()),
+            ..self
+        }
+    }
 }
 
 /// Reads what follows the callchain and raw data of a sample: the branch stack (skipped),
 /// the user registers and the user stack. None when the sample has no user state (a
 /// kernel thread, or a sample the kernel could not copy the stack of).
-pub(super) fn decode_user(c: &mut Cursor<'_>, attr: &Attr) -> io::Result<Option<UserState>> {
+pub(super) fn decode_user<'a>(
+    c: &mut Cursor<'a>,
+    attr: &Attr,
+) -> io::Result<Option<UserState<'a>>> {
     let st = attr.sample_type;
     if st & SAMPLE_BRANCH_STACK != 0 {
         let nr = c.u64()? as usize;
@@ -68,17 +83,22 @@ pub(super) fn decode_user(c: &mut Cursor<'_>, attr: &Attr) -> io::Result<Option<
             };
         }
     }
-    let mut stack = Vec::new();
+    let mut stack: &'a [u8] = &[];
     if st & SAMPLE_STACK_USER != 0 {
         let size = c.u64()? as usize;
         if size != 0 {
             let bytes = c.take(size)?;
             // How much of the copy is real stack (the rest is padding).
             let dynamic = c.u64()? as usize;
-            stack = bytes[..dynamic.min(size)].to_vec();
+            stack = &bytes[..dynamic.min(size)];
         }
     }
-    Ok(regs.map(|(ip, sp, bp)| UserState { ip, sp, bp, stack }))
+    Ok(regs.map(|(ip, sp, bp)| UserState {
+        ip,
+        sp,
+        bp,
+        stack: Cow::Borrowed(stack),
+    }))
 }
 
 /// The bytes of a binary: mapped from a file, or held (the vdso, tests).
@@ -316,14 +336,14 @@ impl<'a> DwarfUnwinder<'a> {
 
     /// The user frames of a sample of process `pid`, leaf first, as addresses to name
     /// (return addresses less one, as perf looks them up).
-    pub fn unwind(&mut self, pid: u32, user: &UserState, out: &mut Vec<u64>) {
+    pub fn unwind(&mut self, pid: u32, user: &UserState<'_>, out: &mut Vec<u64>) {
         self.stats.unwound += 1;
         let Some(unwinder) = self.processes.get(&pid) else {
             out.push(user.ip);
             self.stats.incomplete += 1;
             return;
         };
-        let (sp, stack) = (user.sp, &user.stack);
+        let (sp, stack) = (user.sp, &*user.stack);
         let mut read_stack = |address: u64| -> Result<u64, ()> {
             let at = usize::try_from(address.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
             let bytes = stack.get(at..at.checked_add(8).ok_or(())?).ok_or(())?;
@@ -448,7 +468,11 @@ mod tests {
         let a = attr(SAMPLE_REGS_USER | SAMPLE_STACK_USER, mask);
         let user = decode_user(&mut Cursor::new(&body), &a).unwrap().unwrap();
         assert_eq!((user.ip, user.sp, user.bp), (0x1008, 0x1007, 0x1006));
-        assert_eq!(user.stack, vec![7u8; 8], "only the dynamic size is stack");
+        assert_eq!(
+            &*user.stack,
+            &[7u8; 8][..],
+            "only the dynamic size is stack"
+        );
         // A kernel thread: no user registers (ABI_NONE) and an empty stack copy.
         let mut body = 0u64.to_le_bytes().to_vec();
         body.extend_from_slice(&0u64.to_le_bytes());
