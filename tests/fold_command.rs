@@ -121,6 +121,42 @@ fn fold_of_a_dwarf_capture_keeps_every_sample() {
     }
 }
 
+/// `-v` names where a native fold's time went, in the order the phases ran; without it
+/// nothing of them is printed.
+#[test]
+fn fold_with_verbose_prints_the_time_of_each_phase() {
+    let cwd = workdir();
+    let symfs = data("host-dwarf-loop.root");
+    let run = |verbose: &[&str]| {
+        let out = devprof(cwd.path())
+            .args(verbose)
+            .arg("fold")
+            .arg(data("host-dwarf-loop.data"))
+            .arg("--symfs")
+            .arg(&symfs)
+            .args(["-o", "out.folded"])
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+    };
+    let stderr = run(&["-v"]);
+    let phases = [
+        "time by phase:",
+        "perf.data read, user stacks unwound",
+        "binaries' symbols and perf maps read",
+        "kernel symbols read",
+        "stacks named and folded",
+        "in all",
+    ];
+    let at: Vec<Option<usize>> = phases.iter().map(|p| stderr.find(p)).collect();
+    assert!(
+        at.iter().all(Option::is_some),
+        "every phase named: {stderr}"
+    );
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "in order: {stderr}");
+    assert!(!run(&[]).contains("time by phase"), "only with -v");
+}
+
 #[test]
 fn fold_of_a_frame_pointer_capture_keeps_every_sample() {
     // Natively: without perf on PATH.

@@ -63,6 +63,11 @@ pub fn run(args: FoldArgs) -> Result<()> {
         write_heatmap_file(timeline, &args.title, &unit, page)?;
     }
     eprintln!("{}", counted.summary());
+    if crate::ui::verbose() {
+        if let Some(phases) = crate::ui::phases::report() {
+            eprint!("{phases}");
+        }
+    }
     Ok(())
 }
 
@@ -207,6 +212,11 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
         stacks::read(&args.input, keep_samples)
     }
     .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;
+    crate::ui::phases::mark(if call_graph.needs_unwinding() {
+        "perf.data read, user stacks unwound"
+    } else {
+        "perf.data read"
+    });
     let mut symbols = Symbols::default();
     // A stripped library is named from its debug file in the same tree, as perf does.
     let mut files: Vec<(String, ModuleFiles)> = raw
@@ -249,6 +259,7 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
             ),
         }
     }
+    crate::ui::phases::mark("binaries' symbols and perf maps read");
     if raw.has_kernel_frames() {
         symbols.kernel = match kallsyms.join().ok().flatten() {
             // It still names what it covers if the read fails.
@@ -257,10 +268,12 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
             }
             read => read,
         };
+        crate::ui::phases::mark("kernel symbols read");
     }
     let fold = with_timeline(args.timeline.as_deref(), clock_of(args), |sink| {
         Ok(stacks::fold(&raw, &symbols, false, sink))
     })?;
+    crate::ui::phases::mark("stacks named and folded");
     if fold.unwind_incomplete > 0 {
         eprintln!(
             "note: {} of {} samples have user stacks that could not be unwound to their first \
