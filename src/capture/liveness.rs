@@ -227,6 +227,19 @@ impl Watch {
         }
     }
 
+    /// After a recorder that follows the process ended before the window's end: whether
+    /// the process is gone, or the error for the stop of its whole container (a sidecar's
+    /// perf ends cleanly as its target dies, before the engine reports the stop).
+    pub async fn process_gone(&self, started: Instant) -> Result<bool> {
+        if self.process_alive().await {
+            return Ok(false);
+        }
+        match self.settle(started).await {
+            Some(Stop::Container { exit_code, at }) => Err(self.stopped_error(exit_code, at)),
+            _ => Ok(true),
+        }
+    }
+
     /// After a step in the target failed: the target's stop (or, with the recorder in
     /// it, its pause) when that is why, else `failure` as it is.
     pub async fn explain(&self, started: Instant, failure: Error, step: &str) -> Error {

@@ -190,7 +190,7 @@ pub async fn locate_ahead(
                 .ok()
                 .flatten()
         };
-        tokio::join!(answer, async { session::make_workdir(&shell).await.ok() })
+        tokio::join!(answer, async { make_workdir(&shell).await.ok() })
     };
     let (process_facts, (perf_answer, workdir)) =
         tokio::join!(ProcessFacts::probe(&shell, &process), asked);
@@ -229,6 +229,22 @@ pub async fn locate_ahead(
         perf_answer,
         early_workdir,
     })
+}
+
+/// A private directory in the container's /tmp for the recorder's output and its pid.
+pub async fn make_workdir(shell: &Shell) -> Result<String> {
+    let out = shell
+        .run(&["mktemp", "-d", "/tmp/devprof.XXXXXXXX"])
+        .await?;
+    let dir = out.stdout.trim().to_string();
+    if !out.success() || !dir.starts_with("/tmp/devprof.") {
+        return Err(Error::PerfFailed {
+            container: shell.container().to_string(),
+            step: "create a temporary directory in /tmp".into(),
+            detail: crate::text::first_error_line(&out.stderr),
+        });
+    }
+    Ok(dir)
 }
 
 /// A target ready to record: the container, the process, and an engine that may record it.
@@ -354,7 +370,7 @@ pub async fn find_target<E: Engine>(
             match made_ahead {
                 Some(workdir) => Some(workdir),
                 None if located.facts.perf_candidates.is_empty() => None,
-                None => session::make_workdir(&located.shell).await.ok(),
+                None => make_workdir(&located.shell).await.ok(),
             }
         };
         let (mut attempt, early_workdir) = tokio::join!(prepare(), early);

@@ -5,7 +5,8 @@
 
 use super::kept::{self, Again};
 use super::liveness::{Stop, Watch};
-use super::session::{cleanup_workdir, make_workdir, record, Recording, Window};
+use super::make_workdir;
+use super::session::{cleanup_workdir, record, Recording, Window};
 use super::{
     catching, find_target, locate_ahead, reclaiming, resume, workdir_cleanable, Ahead, Located,
     Target,

@@ -18,7 +18,7 @@ use crate::docker::{ContainerShell, ExecOutput, Shell};
 use crate::error::{Error, Result};
 use crate::signals::Interrupts;
 use crate::store::Stem;
-use crate::text::{first_error_line, quote};
+use crate::text::quote;
 use crate::ui::progress;
 use crate::units::human_duration;
 use bytes::Bytes;
@@ -26,22 +26,6 @@ use chrono::{DateTime, Local, SecondsFormat};
 use indicatif::ProgressBar;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-
-/// A private directory in the container's /tmp for the recorder's output and its pid.
-pub async fn make_workdir(shell: &Shell) -> Result<String> {
-    let out = shell
-        .run(&["mktemp", "-d", "/tmp/devprof.XXXXXXXX"])
-        .await?;
-    let dir = out.stdout.trim().to_string();
-    if !out.success() || !dir.starts_with("/tmp/devprof.") {
-        return Err(Error::PerfFailed {
-            container: shell.container().to_string(),
-            step: "create a temporary directory in /tmp".into(),
-            detail: first_error_line(&out.stderr),
-        });
-    }
-    Ok(dir)
-}
 
 /// Removes a workdir nothing ran in (made early, then not used): `rmdir`, which removes
 /// only an empty directory, not `cleanup_workdir`'s search for processes.
@@ -677,7 +661,10 @@ impl<'a> WindowState<'a> {
             && self.stop_requested.is_none()
             && process_exited.is_none()
             && elapsed + Duration::from_secs(1) < duration
-            && !watch.process_alive().await
+            && watch
+                .process_gone(self.started)
+                .await
+                .inspect_err(|_| stem.discard(ARTIFACT_EXTENSIONS))?
         {
             // perf ends by itself when every thread it follows has exited.
             process_exited = Some(elapsed);
