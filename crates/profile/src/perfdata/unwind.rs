@@ -37,6 +37,7 @@ pub struct UserState<'a> {
 }
 
 impl UserState<'_> {
+    /// The same state with its stack bytes copied, to outlive the buffer they lie in.
     pub fn into_owned(self) -> UserState<'static> {
         UserState {
             stack: Cow::Owned(self.stack.into_owned()),
