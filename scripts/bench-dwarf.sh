@@ -74,7 +74,7 @@ measure() {
     local name="$1"; shift
     local run
     for run in $(seq "${RUNS:-1}"); do
-        # Wall time to the millisecond (time's own is to 10 ms, a fifth of a small fold).
+        # Wall time to the millisecond (time's own is to 10 ms, a sixth of a small fold).
         local start end
         start=$(date +%s%N)
         /usr/bin/time -v -o "$work/$name.time" "$@" 2>"$work/$name.err" >/dev/null
@@ -93,7 +93,7 @@ measure() {
 }
 
 # As beside every capture in devprof's store, a .symbols directory keeps this boot's kernel
-# symbols: the first fold reads /proc/kallsyms (the kernel makes it line by line, 30-50 ms
+# symbols: the first fold reads /proc/kallsyms (the kernel makes it line by line, 40-80 ms
 # of CPU) and keeps them, as a capture's fold does; perf script reads the copy perf record
 # kept in ~/.debug. The first fold is timed apart ("native-first").
 mkdir "$work/.symbols"
