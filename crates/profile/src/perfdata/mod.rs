@@ -20,6 +20,7 @@ pub use callgraph::{recorded_call_graph, CallGraph};
 
 use crate::offcpu::script::{Fields, Record, Sample};
 use header::*;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
@@ -70,61 +71,6 @@ enum Event<'a> {
 }
 
 impl Event<'_> {
-    /// The same event holding nothing borrowed.
-    fn into_owned(self) -> Event<'static> {
-        match self {
-            Event::Sample {
-                attr,
-                pid,
-                tid,
-                time,
-                fields,
-                callchain,
-                user,
-            } => Event::Sample {
-                attr,
-                pid,
-                tid,
-                time,
-                fields,
-                callchain,
-                user: user.map(|u| Box::new(u.into_owned())),
-            },
-            Event::Switch { tid, time, out } => Event::Switch { tid, time, out },
-            Event::Comm { tid, time, comm } => Event::Comm { tid, time, comm },
-            Event::Mmap {
-                pid,
-                time,
-                start,
-                len,
-                pgoff,
-                filename,
-            } => Event::Mmap {
-                pid,
-                time,
-                start,
-                len,
-                pgoff,
-                filename,
-            },
-            Event::Task {
-                pid,
-                ppid,
-                tid,
-                ptid,
-                time,
-                exit,
-            } => Event::Task {
-                pid,
-                ppid,
-                tid,
-                ptid,
-                time,
-                exit,
-            },
-        }
-    }
-
     fn time(&self) -> u64 {
         match self {
             Event::Sample { time, .. }
@@ -173,15 +119,20 @@ fn trailer_tid_time(body: &[u8], sample_type: u64) -> (Option<u32>, u64) {
     (tid, time)
 }
 
-fn decode<'a>(
+/// How a DWARF sample's stack bytes are held: borrowed from the mapped file, or copied out
+/// of a decompression buffer that is reused.
+pub(super) type StackBytes<'b, 'a> = fn(&'b [u8]) -> Cow<'a, [u8]>;
+
+fn decode<'b, 'a>(
     kind: u32,
     misc: u16,
-    body: &'a [u8],
+    body: &'b [u8],
     layout: &Layout,
     callchains: bool,
+    stack: StackBytes<'b, 'a>,
 ) -> io::Result<Option<Event<'a>>> {
     match kind {
-        RECORD_SAMPLE => decode_sample(body, layout, callchains).map(Some),
+        RECORD_SAMPLE => decode_sample(body, layout, callchains, stack).map(Some),
         RECORD_SWITCH | RECORD_SWITCH_CPU_WIDE => {
             let (tid, time) = trailer_tid_time(body, layout.trailer_type());
             Ok(tid.map(|tid| Event::Switch {
@@ -237,7 +188,12 @@ fn decode<'a>(
     }
 }
 
-fn decode_sample<'a>(body: &'a [u8], layout: &Layout, callchains: bool) -> io::Result<Event<'a>> {
+fn decode_sample<'b, 'a>(
+    body: &'b [u8],
+    layout: &Layout,
+    callchains: bool,
+    stack: StackBytes<'b, 'a>,
+) -> io::Result<Event<'a>> {
     // Which event: perf puts the id first (IDENTIFIER) when the events' layouts differ,
     // else at the ID position, which all its events then share.
     let common = layout.trailer_type();
@@ -327,7 +283,7 @@ fn decode_sample<'a>(body: &'a [u8], layout: &Layout, callchains: bool) -> io::R
         }
     }
     let user = if callchains && st & (SAMPLE_REGS_USER | SAMPLE_STACK_USER) != 0 {
-        unwind::decode_user(&mut c, attr)?.map(Box::new)
+        unwind::decode_user(&mut c, attr, stack)?.map(Box::new)
     } else {
         None
     };
@@ -548,7 +504,7 @@ fn decode_records<'m>(
             }
             RECORD_FINISHED_ROUND => state.finish_round(emit),
             _ => {
-                if let Some(event) = decode(kind, misc, body, layout, callchains)? {
+                if let Some(event) = decode(kind, misc, body, layout, callchains, Cow::Borrowed)? {
                     state.push(event);
                 }
             }
@@ -647,9 +603,13 @@ impl<'a> Emitter<'a> {
             let body = &bytes[at + 8..at + size];
             if kind == RECORD_FINISHED_ROUND {
                 self.finish_round(emit);
-            } else if let Some(event) = decode(kind, misc, body, layout, self.callchains)? {
+            } else if let Some(event) =
                 // The decompressed bytes are reused: what is held past them is copied.
-                self.push(event.into_owned());
+                decode(kind, misc, body, layout, self.callchains, |b| {
+                        Cow::Owned(b.to_vec())
+                    })?
+            {
+                self.push(event);
             }
             at += size;
         }

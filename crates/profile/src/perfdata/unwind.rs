@@ -27,7 +27,7 @@ const MAX_FRAMES: usize = 127;
 /// What a DWARF sample holds of the user side: the registers the unwinding starts from and
 /// the bytes of the stack from the stack pointer up, borrowed from the mapped file (a
 /// DWARF capture holds up to 8 KiB of them per sample: copying them was a tenth of a
-/// fold's time) or owned where the record was decompressed.
+/// fold's time) or copied where the record was decompressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserState<'a> {
     pub ip: u64,
@@ -36,22 +36,13 @@ pub struct UserState<'a> {
     pub stack: Cow<'a, [u8]>,
 }
 
-impl UserState<'_> {
-    /// The same state with its stack bytes copied, to outlive the buffer they lie in.
-    pub fn into_owned(self) -> UserState<'static> {
-        UserState {
-            stack: Cow::Owned(self.stack.into_owned()),
-            ..self
-        }
-    }
-}
-
 /// Reads what follows the callchain and raw data of a sample: the branch stack (skipped),
 /// the user registers and the user stack. None when the sample has no user state (a
 /// kernel thread, or a sample the kernel could not copy the stack of).
-pub(super) fn decode_user<'a>(
-    c: &mut Cursor<'a>,
+pub(super) fn decode_user<'b, 'a>(
+    c: &mut Cursor<'b>,
     attr: &Attr,
+    held: super::StackBytes<'b, 'a>,
 ) -> io::Result<Option<UserState<'a>>> {
     let st = attr.sample_type;
     if st & SAMPLE_BRANCH_STACK != 0 {
@@ -84,7 +75,7 @@ pub(super) fn decode_user<'a>(
             };
         }
     }
-    let mut stack: &'a [u8] = &[];
+    let mut stack: &'b [u8] = &[];
     if st & SAMPLE_STACK_USER != 0 {
         let size = c.u64()? as usize;
         if size != 0 {
@@ -98,7 +89,7 @@ pub(super) fn decode_user<'a>(
         ip,
         sp,
         bp,
-        stack: Cow::Borrowed(stack),
+        stack: held(stack),
     }))
 }
 
@@ -467,7 +458,9 @@ mod tests {
         body.extend_from_slice(&[7u8; 16]);
         body.extend_from_slice(&8u64.to_le_bytes());
         let a = attr(SAMPLE_REGS_USER | SAMPLE_STACK_USER, mask);
-        let user = decode_user(&mut Cursor::new(&body), &a).unwrap().unwrap();
+        let user = decode_user(&mut Cursor::new(&body), &a, Cow::Borrowed)
+            .unwrap()
+            .unwrap();
         assert_eq!((user.ip, user.sp, user.bp), (0x1008, 0x1007, 0x1006));
         assert_eq!(
             &*user.stack,
@@ -477,12 +470,15 @@ mod tests {
         // A kernel thread: no user registers (ABI_NONE) and an empty stack copy.
         let mut body = 0u64.to_le_bytes().to_vec();
         body.extend_from_slice(&0u64.to_le_bytes());
-        assert_eq!(decode_user(&mut Cursor::new(&body), &a).unwrap(), None);
+        assert_eq!(
+            decode_user(&mut Cursor::new(&body), &a, Cow::Borrowed).unwrap(),
+            None
+        );
         // A stack size past the record is an error, not a panic.
         let mut body = 2u64.to_le_bytes().to_vec();
         body.extend_from_slice(&[0u8; 8 * 20]);
         body.extend_from_slice(&u64::MAX.to_le_bytes());
-        assert!(decode_user(&mut Cursor::new(&body), &a).is_err());
+        assert!(decode_user(&mut Cursor::new(&body), &a, Cow::Borrowed).is_err());
     }
 
     #[test]
