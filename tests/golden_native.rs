@@ -135,6 +135,29 @@ fn native_fold_of_a_dwarf_capture_matches_perf_script() {
     assert_eq!(raw.unwind.incomplete, 0, "{:?}", raw.unwind);
 }
 
+/// The binaries a DWARF capture is unwound with come from a pass over its mmap records
+/// alone (no sample decoded): every file perf script names a frame in is among them.
+#[test]
+fn mapped_files_of_a_dwarf_capture_name_every_binary_its_stacks_use() {
+    let files = stacks::mapped_files(&data("host-dwarf-loop.data")).unwrap();
+    let script = std::fs::read_to_string(data("host-dwarf-loop.script")).unwrap();
+    let named: std::collections::BTreeSet<&str> = script
+        .lines()
+        .filter_map(|l| {
+            l.trim_end()
+                .strip_suffix(')')?
+                .rsplit_once(" (")
+                .map(|(_, f)| f)
+        })
+        .filter(|f| f.starts_with('/'))
+        .collect();
+    assert!(!named.is_empty());
+    for file in named {
+        assert!(files.iter().any(|f| f == file), "{file} not in {files:?}");
+    }
+    assert!(files.iter().all(|f| f.starts_with('/')), "{files:?}");
+}
+
 /// Regression: a DWARF capture's callchains hold the kernel frames only (the user frames
 /// are unwound from the saved stack); the native reader kept its kernel-only samples (68
 /// of 294) as if they were the profile. Without the binaries to unwind with, it refuses.

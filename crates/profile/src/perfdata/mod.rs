@@ -13,6 +13,7 @@
 
 mod callgraph;
 mod header;
+mod pager;
 pub mod stacks;
 pub mod unwind;
 
@@ -119,6 +120,18 @@ fn trailer_tid_time(body: &[u8], sample_type: u64) -> (Option<u32>, u64) {
     (tid, time)
 }
 
+/// Which records a pass over perf.data decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wanted {
+    /// The samples with their fields.
+    Samples,
+    /// The samples with their callchains and user stacks too, and the process records
+    /// (mmap, fork, exit) that name them.
+    Stacks,
+    /// The mmap records alone: which binaries a DWARF capture's stacks need.
+    Mappings,
+}
+
 /// How a DWARF sample's stack bytes are held: borrowed from the mapped file, or copied out
 /// of a decompression buffer that is reused.
 pub(super) type StackBytes<'b, 'a> = fn(&'b [u8]) -> Cow<'a, [u8]>;
@@ -128,11 +141,14 @@ fn decode<'b, 'a>(
     misc: u16,
     body: &'b [u8],
     layout: &Layout,
-    callchains: bool,
+    wanted: Wanted,
     stack: StackBytes<'b, 'a>,
 ) -> io::Result<Option<Event<'a>>> {
+    if wanted == Wanted::Mappings && !matches!(kind, RECORD_MMAP | RECORD_MMAP2) {
+        return Ok(None);
+    }
     match kind {
-        RECORD_SAMPLE => decode_sample(body, layout, callchains, stack).map(Some),
+        RECORD_SAMPLE => decode_sample(body, layout, wanted == Wanted::Stacks, stack).map(Some),
         RECORD_SWITCH | RECORD_SWITCH_CPU_WIDE => {
             let (tid, time) = trailer_tid_time(body, layout.trailer_type());
             Ok(tid.map(|tid| Event::Switch {
@@ -151,7 +167,7 @@ fn decode<'b, 'a>(
             let (_, time) = trailer_tid_time(body, layout.trailer_type());
             Ok(Some(Event::Comm { tid, time, comm }))
         }
-        RECORD_MMAP | RECORD_MMAP2 if callchains => {
+        RECORD_MMAP | RECORD_MMAP2 if wanted != Wanted::Samples => {
             let mut c = Cursor::new(body);
             let pid = c.u32()?;
             let _tid = c.u32()?;
@@ -171,7 +187,7 @@ fn decode<'b, 'a>(
                 filename,
             }))
         }
-        RECORD_FORK | RECORD_EXIT if callchains => {
+        RECORD_FORK | RECORD_EXIT if wanted == Wanted::Stacks => {
             let mut c = Cursor::new(body);
             let (pid, ppid, tid, ptid) = (c.u32()?, c.u32()?, c.u32()?, c.u32()?);
             let (_, time) = trailer_tid_time(body, layout.trailer_type());
@@ -367,7 +383,7 @@ where
 {
     let mut comms: HashMap<u32, String> = HashMap::new();
     let mut count = 0u64;
-    read_events(path, false, |event, layout| match event {
+    read_events(path, Wanted::Samples, |event, layout| match event {
         Event::Comm { tid, comm, .. } => {
             comms.insert(tid, comm);
         }
@@ -411,15 +427,15 @@ where
 }
 
 /// Reads the records of `path` and hands them to `on_event` in perf's time order;
-/// `callchains` also decodes sample callchains and the mmap, fork and exit records.
-fn read_events<F>(path: &Path, callchains: bool, mut on_event: F) -> io::Result<()>
+/// `wanted` says which records are decoded.
+fn read_events<F>(path: &Path, wanted: Wanted, mut on_event: F) -> io::Result<()>
 where
     F: FnMut(Event<'_>, &Layout),
 {
     let mut file = File::open(path)?;
     let (layout, data_off, data_size) = read_layout(&mut file)?;
     let call_graph = CallGraph::of_attrs(&layout.attrs);
-    if callchains && !call_graph.folds_natively() {
+    if wanted != Wanted::Samples && !call_graph.folds_natively() {
         return Err(callgraph::not_native(call_graph));
     }
     let len = file.metadata()?.len();
@@ -436,8 +452,10 @@ where
     let _ = map.advise(memmap2::Advice::Sequential);
     let start = data_off as usize;
     let end = data_off.saturating_add(data_size).min(len) as usize;
-    decode_records(&map, start..end, &layout, callchains, &mut |event| {
-        on_event(event, &layout)
+    pager::paged(&map, start..end, |progress| {
+        decode_records(&map, start..end, &layout, wanted, progress, &mut |event| {
+            on_event(event, &layout)
+        })
     })
 }
 
@@ -446,39 +464,24 @@ fn decode_records<'m>(
     map: &'m memmap2::Mmap,
     data: std::ops::Range<usize>,
     layout: &Layout,
-    callchains: bool,
+    wanted: Wanted,
+    progress: &pager::Progress,
     emit: &mut impl FnMut(Event<'m>),
 ) -> io::Result<()> {
     let start = data.start;
     let data = &map[data];
     let mut at = 0usize;
-    // The pages behind the reader leave this process as it goes (the file stays in the
-    // page cache): a recording of gigabytes is read through a window of RELEASE_EVERY.
-    let mut released = 0usize;
 
     let mut state = Emitter {
         pending: Vec::new(),
         flush_limit: 0,
         round_max: 0,
-        callchains,
+        wanted,
     };
     let mut decompressor: Option<zstd::stream::raw::Decoder<'static>> = None;
     let mut inflated: Vec<u8> = Vec::new();
     while let Some(header) = data.get(at..at + 8) {
-        let behind = (start + at) & !(PAGE - 1);
-        if behind - released >= RELEASE_EVERY {
-            // SAFETY: a read-only file mapping; the pages wholly before the record to come
-            // are seldom read again (an event held for its round may borrow from them),
-            // and then they fault in the same bytes.
-            let _ = unsafe {
-                map.unchecked_advise_range(
-                    memmap2::UncheckedAdvice::DontNeed,
-                    released,
-                    behind - released,
-                )
-            };
-            released = behind;
-        }
+        progress.reached(start + at);
         let kind = u32::from_le_bytes(header[..4].try_into().expect("4 bytes"));
         let misc = u16::from_le_bytes(header[4..6].try_into().expect("2 bytes"));
         let size = u16::from_le_bytes(header[6..8].try_into().expect("2 bytes")) as usize;
@@ -504,7 +507,7 @@ fn decode_records<'m>(
             }
             RECORD_FINISHED_ROUND => state.finish_round(emit),
             _ => {
-                if let Some(event) = decode(kind, misc, body, layout, callchains, Cow::Borrowed)? {
+                if let Some(event) = decode(kind, misc, body, layout, wanted, Cow::Borrowed)? {
                     state.push(event);
                 }
             }
@@ -513,11 +516,6 @@ fn decode_records<'m>(
     state.flush_all(emit);
     Ok(())
 }
-
-/// The page size the reader releases its mapping by.
-const PAGE: usize = 4096;
-/// How much of a mapped recording is read before the pages behind are released.
-const RELEASE_EVERY: usize = 64 << 20;
 
 /// Most decompressed bytes held at once: perf compresses one ring-buffer read per record
 /// (megabytes), so far more than this is a hostile file, not a capture.
@@ -572,7 +570,7 @@ struct Emitter<'a> {
     pending: Vec<Event<'a>>,
     flush_limit: u64,
     round_max: u64,
-    callchains: bool,
+    wanted: Wanted,
 }
 
 impl<'a> Emitter<'a> {
@@ -605,9 +603,9 @@ impl<'a> Emitter<'a> {
                 self.finish_round(emit);
             } else if let Some(event) =
                 // The decompressed bytes are reused: what is held past them is copied.
-                decode(kind, misc, body, layout, self.callchains, |b| {
-                        Cow::Owned(b.to_vec())
-                    })?
+                decode(kind, misc, body, layout, self.wanted, |b| {
+                    Cow::Owned(b.to_vec())
+                })?
             {
                 self.push(event);
             }
@@ -624,16 +622,28 @@ impl<'a> Emitter<'a> {
         // Stable: records of one time keep their order in the file.
         self.pending.sort_by_key(Event::time);
         let split = self.pending.partition_point(|e| e.time() <= limit);
-        for event in self.pending.drain(..split) {
-            emit(event);
-        }
+        emit_in_order(self.pending.drain(..split), emit);
     }
 
     fn flush_all<F: FnMut(Event<'a>)>(&mut self, emit: &mut F) {
         self.pending.sort_by_key(Event::time);
-        for event in self.pending.drain(..) {
-            emit(event);
+        emit_in_order(self.pending.drain(..), emit);
+    }
+}
+
+/// Emits `events`, each sample's stack copy asked into the CPU's cache while the event
+/// before it is handled: a DWARF sample is unwound by reads into its stack copy, which
+/// lies in the mapped file (not in any cache) when its turn comes.
+fn emit_in_order<'a>(events: impl Iterator<Item = Event<'a>>, emit: &mut impl FnMut(Event<'a>)) {
+    let mut events = events.peekable();
+    while let Some(event) = events.next() {
+        if let Some(Event::Sample {
+            user: Some(user), ..
+        }) = events.peek()
+        {
+            unwind::prefetch(&user.stack);
         }
+        emit(event);
     }
 }
 

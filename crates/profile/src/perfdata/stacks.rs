@@ -11,7 +11,7 @@
 
 use super::unwind::{DwarfUnwinder, Opener};
 pub use super::unwind::{Image, UnwindStats};
-use super::{callgraph, read_events, recorded_call_graph, Event};
+use super::{callgraph, read_events, recorded_call_graph, Event, Wanted};
 use crate::folded::Folded;
 use crate::perfscript::name::frame_names;
 use crate::perfscript::parse::StackLine;
@@ -246,7 +246,7 @@ pub fn read_unwound(path: &Path, keep_samples: bool, open: &Opener<'_>) -> io::R
 /// the binaries a DWARF capture's user stacks are unwound with.
 pub fn mapped_files(path: &Path) -> io::Result<Vec<String>> {
     let mut files = std::collections::BTreeSet::new();
-    read_events(path, true, |event, _| {
+    read_events(path, Wanted::Mappings, |event, _| {
         if let Event::Mmap { pid, filename, .. } = event {
             if pid != u32::MAX && is_file(&filename) {
                 files.insert(filename);
@@ -268,7 +268,7 @@ fn read_with(
     let mut comm_ids: HashMap<String, u32> = HashMap::new();
     let mut first_attr: Option<usize> = None;
     let mut frames: Vec<Frame> = Vec::new();
-    read_events(path, true, |event, layout| match event {
+    read_events(path, Wanted::Stacks, |event, layout| match event {
         Event::Comm { tid, comm, .. } => {
             tasks.comms.insert(tid, comm);
         }
