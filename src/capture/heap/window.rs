@@ -513,8 +513,10 @@ mod tests {
         assert!(stop.success(), "the stop did not know the recorder");
         let status = window.wait().unwrap();
         assert!(status.success(), "{status:?}");
+        // Well before the 30 s window would have ended by itself (the stop takes under a
+        // second here; a bound of 3 s failed once under the full suite's load).
         assert!(
-            started.elapsed() < Duration::from_secs(3),
+            started.elapsed() < Duration::from_secs(10),
             "the stop was not prompt"
         );
         std::thread::sleep(Duration::from_millis(300));

@@ -123,9 +123,9 @@ fn trailer_tid_time(body: &[u8], sample_type: u64) -> (Option<u32>, u64) {
 /// Which records a pass over perf.data decodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wanted {
-    /// The samples with their fields.
+    /// The samples with their fields, and the comm and switch records.
     Samples,
-    /// The samples with their callchains and user stacks too, and the process records
+    /// The same with the samples' callchains and user stacks, and the process records
     /// (mmap, fork, exit) that name them.
     Stacks,
     /// The mmap records alone: which binaries a DWARF capture's stacks need.
@@ -465,7 +465,7 @@ fn decode_records<'m>(
     data: std::ops::Range<usize>,
     layout: &Layout,
     wanted: Wanted,
-    progress: &pager::Progress,
+    progress: &pager::Progress<'_>,
     emit: &mut impl FnMut(Event<'m>),
 ) -> io::Result<()> {
     let start = data.start;

@@ -42,6 +42,8 @@ const PREFETCHED: usize = 1024;
 
 /// Asks the CPU to bring the top of `stack` into its cache (a hint: nothing is read).
 pub(super) fn prefetch(stack: &[u8]) {
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = stack;
     #[cfg(target_arch = "x86_64")]
     for at in (0..stack.len().min(PREFETCHED)).step_by(64) {
         // SAFETY: a prefetch reads nothing and cannot fault; the address is in `stack`.
