@@ -236,15 +236,24 @@ pub async fn make_workdir(shell: &Shell) -> Result<String> {
     let out = shell
         .run(&["mktemp", "-d", "/tmp/devprof.XXXXXXXX"])
         .await?;
-    let dir = out.stdout.trim().to_string();
-    if !out.success() || !dir.starts_with("/tmp/devprof.") {
-        return Err(Error::PerfFailed {
+    match made_workdir(&out.stdout) {
+        Some(dir) if out.success() => Ok(dir),
+        _ => Err(Error::PerfFailed {
             container: shell.container().to_string(),
             step: "create a temporary directory in /tmp".into(),
             detail: crate::text::first_error_line(&out.stderr),
-        });
+        }),
     }
-    Ok(dir)
+}
+
+/// The directory `mktemp -d /tmp/devprof.XXXXXXXX` printed, only when it is one: the
+/// container's mktemp answers, and the workdir is later searched and removed as root in
+/// it (never `/tmp/devprof.x/../..`).
+fn made_workdir(stdout: &str) -> Option<String> {
+    let dir = stdout.trim_end_matches('\n');
+    let suffix = dir.strip_prefix("/tmp/devprof.")?;
+    (!suffix.is_empty() && suffix.len() <= 64 && suffix.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then(|| dir.to_string())
 }
 
 /// A target ready to record: the container, the process, and an engine that may record it.
@@ -550,6 +559,24 @@ async fn sample_cpu<S: ContainerShell>(shell: &S, procs: &[ProcInfo]) -> Vec<Cpu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_directory_mktemp_makes_is_taken_as_the_workdir() {
+        assert_eq!(
+            made_workdir("/tmp/devprof.aB3xY9zQ\n").as_deref(),
+            Some("/tmp/devprof.aB3xY9zQ")
+        );
+        for told in [
+            "",
+            "/tmp/devprof.\n",
+            "/tmp/devprof.x/../../app\n",
+            "/tmp/devprof.ab cd\n",
+            "/tmp/devprof.ab\n/etc\n",
+            "/tmp/other.aB3xY9zQ\n",
+        ] {
+            assert_eq!(made_workdir(told), None, "{told:?}");
+        }
+    }
 
     /// Regression: a panic during a capture unwound past its clean-up (sysctls, sidecar,
     /// workdir): the clean-up now runs first, then the panic goes on.
