@@ -59,12 +59,18 @@ else
     echo "perf.data: $(du -h "$work/bench.data" | cut -f1), ${seconds} s at ${hz} Hz"
 fi
 
-# QUIET=1: the engine's running containers are paused while the folds are timed (a
-# devnet loads a 2-core host), and unpaused after.
+# QUIET=1: every running container is paused while the folds are timed (a devnet loads
+# a 2-core host), Docker's and, where Podman is installed, Podman's (the test bed's pods
+# keep a core busy on their own), and unpaused after.
 if [ -n "${QUIET:-}" ]; then
     paused="$(docker ps -q --filter status=running)"
     [ -z "$paused" ] || docker pause $paused >/dev/null
-    trap '[ -z "$paused" ] || docker unpause $paused >/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+    podman_paused=""
+    if command -v podman >/dev/null; then
+        podman_paused="$(podman ps -q --filter status=running 2>/dev/null || true)"
+        [ -z "$podman_paused" ] || podman pause $podman_paused >/dev/null
+    fi
+    trap '[ -z "$paused" ] || docker unpause $paused >/dev/null; [ -z "$podman_paused" ] || podman unpause $podman_paused >/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
     sleep 3
 fi
 

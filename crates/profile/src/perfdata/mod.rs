@@ -495,6 +495,7 @@ fn decode_records<'m>(
             break;
         };
         at += size;
+        prefetch_next(data, at);
         match kind {
             RECORD_COMPRESSED => {
                 let decoder = match &mut decompressor {
@@ -516,6 +517,25 @@ fn decode_records<'m>(
     state.flush_all(emit);
     Ok(())
 }
+
+/// Asks the CPU for the record at `at` a turn before it is decoded: its header (asked a
+/// turn ago) gives its size, and with it where its head (a sample's fields, callchain and
+/// user registers), its tail (a DWARF sample's stack size) and the next header lie. Each is
+/// in the mapped file, in no cache, and read at once by its decoding.
+fn prefetch_next(data: &[u8], at: usize) {
+    let Some(header) = data.get(at..at + 8) else {
+        return;
+    };
+    let size = u16::from_le_bytes(header[6..8].try_into().expect("2 bytes")) as usize;
+    unwind::prefetch_range(data, at, size.min(RECORD_HEAD));
+    if size > RECORD_HEAD {
+        unwind::prefetch_range(data, at + size - 8, 8);
+    }
+    unwind::prefetch_range(data, at + size, 8);
+}
+
+/// The part of a record asked for whole: a sample up to its user registers, most often.
+const RECORD_HEAD: usize = 512;
 
 /// Most decompressed bytes held at once: perf compresses one ring-buffer read per record
 /// (megabytes), so far more than this is a hostile file, not a capture.

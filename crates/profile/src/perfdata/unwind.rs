@@ -42,14 +42,21 @@ const PREFETCHED: usize = 1024;
 
 /// Asks the CPU to bring the top of `stack` into its cache (a hint: nothing is read).
 pub(super) fn prefetch(stack: &[u8]) {
+    prefetch_range(stack, 0, PREFETCHED);
+}
+
+/// Asks the CPU to bring `bytes[from..from + len]` (what of it is in `bytes`) into its
+/// cache, a line at a time (a hint: nothing is read).
+pub(super) fn prefetch_range(bytes: &[u8], from: usize, len: usize) {
+    let end = from.saturating_add(len).min(bytes.len());
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = stack;
+    let _ = (bytes, end);
     #[cfg(target_arch = "x86_64")]
-    for at in (0..stack.len().min(PREFETCHED)).step_by(64) {
-        // SAFETY: a prefetch reads nothing and cannot fault; the address is in `stack`.
+    for at in (from..end).step_by(64) {
+        // SAFETY: a prefetch reads nothing and cannot fault; the address is in `bytes`.
         unsafe {
             std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                stack.as_ptr().add(at).cast(),
+                bytes.as_ptr().add(at).cast(),
             )
         };
     }
