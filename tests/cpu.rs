@@ -503,3 +503,63 @@ fn a_recording_is_checked_by_its_copy_and_a_missing_or_empty_one_fails_as_before
     });
     docker_ok(&["exec", DEMO_SEQ, "rm", "-rf", &dir]);
 }
+
+/// The recorder starts on the shell the process's probe left open, not as an exec of its
+/// own; shells are started ahead for the commands after a window of 5 s too; and none stays in
+/// the container after the capture. (Whether the commands after the window found theirs
+/// ready depends on the engine's speed: not asserted.)
+#[test]
+#[ignore = "needs the demo devnet"]
+fn the_recorder_and_the_commands_after_the_window_run_on_standbys_that_do_not_stay() {
+    if !devnet_ready(
+        "the_recorder_and_the_commands_after_the_window_run_on_standbys_that_do_not_stay",
+    ) {
+        return;
+    }
+    let name = unique("devprof-test-standby");
+    let mut args = vec!["-e", "DEMO_WORKLOADS=hash_chain:50"];
+    args.extend_from_slice(PROFILING_RIGHTS);
+    let _guard = run_container(&name, &args, &demo_image(), &[]);
+    let since = docker_ok(&["system", "info", "--format", "{{.SystemTime}}"]);
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["cpu", &name, "5"])
+        .assert()
+        .success();
+    let until = docker_ok(&["system", "info", "--format", "{{.SystemTime}}"]);
+    let started = docker_ok(&[
+        "events",
+        "--since",
+        since.trim(),
+        "--until",
+        until.trim(),
+        "--filter",
+        &format!("container={name}"),
+        "--filter",
+        "event=exec_start",
+        "--format",
+        "{{json .Action}}",
+    ]);
+    let execs: Vec<&str> = started.lines().collect();
+    let standbys = execs
+        .iter()
+        .filter(|e| e.contains("devprof-standby-ready"))
+        .count();
+    assert!(
+        standbys >= 3,
+        "the probe's and the window's standbys: {execs:#?}"
+    );
+    // The recorder's script (with its release wait) came over a standby's stdin.
+    assert!(
+        !execs.iter().any(|e| e.contains("wait_until()")),
+        "{execs:#?}"
+    );
+    // Each reads end-of-file once devprof lets go of it: moments after it exits.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut processes = container_processes(&name);
+    while processes.contains("devprof-standby") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        processes = container_processes(&name);
+    }
+    assert!(!processes.contains("devprof-standby"), "{processes}");
+}

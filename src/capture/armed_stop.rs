@@ -103,6 +103,8 @@ impl ArmedStop {
                     sink,
                     running,
                     release,
+                    // Armed while the recorder starts: the standbys are for what follows.
+                    None,
                 )
                 .await;
             if !armed.is_ok_and(|out| out.success()) {

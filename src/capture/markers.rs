@@ -47,7 +47,7 @@ pub fn rules_for(plan: &MarkPlan, container: &ContainerInfo) -> Vec<Rule> {
 const DRAIN_LIMIT: Duration = Duration::from_secs(1);
 /// A line stamped this long after the window's end shows the engine has sent everything
 /// before it: the drain stops there.
-const PAST_END_NS: i64 = 250_000_000;
+const PAST_END_NS: i64 = 150_000_000;
 /// Line times kept to count the lines of the window exactly; past it, lines are counted
 /// without their time.
 const MAX_COUNTED: usize = 1 << 20;

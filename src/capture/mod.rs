@@ -192,8 +192,16 @@ pub async fn locate_ahead(
         };
         tokio::join!(answer, async { make_workdir(&shell).await.ok() })
     };
-    let (process_facts, (perf_answer, workdir)) =
-        tokio::join!(ProcessFacts::probe(&shell, &process), asked);
+    // Where perf records in the container, the process's probe stays as a shell the
+    // recorder (as root) starts on.
+    let probed = async {
+        if ahead == Ahead::Perf && !facts.perf_candidates.is_empty() {
+            ProcessFacts::probe_standing_by(&shell, &process).await
+        } else {
+            ProcessFacts::probe(&shell, &process).await
+        }
+    };
+    let (process_facts, (perf_answer, workdir)) = tokio::join!(probed, asked);
     let early_workdir = EarlyWorkdir::new(std::sync::Mutex::new(workdir));
     let process_facts = match process_facts {
         Ok(facts) => facts,

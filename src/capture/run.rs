@@ -102,6 +102,7 @@ impl<R> Target<R> {
     pub async fn clean_workdir_now(&self, workdir: &str, finish: impl Future<Output = ()>) {
         finish.await;
         cleanup_workdir(&self.shell, workdir).await;
+        self.shell.release_standbys();
         *self
             .cleaned_workdir
             .lock()

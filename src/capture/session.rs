@@ -41,10 +41,9 @@ const CLEANUP_LIMIT: Duration = Duration::from_secs(20);
 
 /// Stops a recorder that may still run from `workdir` and removes the directory. The pid
 /// in the pidfile is signalled only when `recorder_pid_fn` accepts it. Any other process
-/// whose command line names `workdir` (an engine's reader of its output, such as a
-/// `perf script` left when the stream that read it was dropped at a Ctrl-C) is killed too,
-/// whatever the engine; this very shell, whose command line names the directory as well,
-/// is never one of them.
+/// whose command line names `workdir` (an engine's reader of its output, such as a `perf
+/// script` left when the stream that read it was dropped at a Ctrl-C) is killed too,
+/// whatever the engine; never this very shell, whose command line names it as well.
 pub async fn cleanup_workdir(shell: &Shell, workdir: &str) {
     let script = format!(
         "{recorder}if recorder && kill -0 \"$p\" 2>/dev/null; then \
@@ -196,6 +195,11 @@ pub fn grace(window: Duration) -> (Duration, Duration) {
     )
 }
 
+/// Two shells for the commands after the window (its reads, clean-up), started before its end
+/// in a window of at least `STANDBY_MIN_WINDOW` (their starts' CPU is the window's too).
+const STANDBY_LEAD: Duration = Duration::from_secs(1);
+const STANDBY_MIN_WINDOW: Duration = Duration::from_secs(5);
+
 /// What to record and how to show it.
 #[derive(Clone, Copy)]
 pub struct Window<'a> {
@@ -324,6 +328,10 @@ pub async fn record(
     let stopped = window.watch.until_stopped(state.started, process_check);
     tokio::pin!(stopped);
     let mut watching = true;
+    // The commands after the window start at once on shells started in its last second.
+    let standbys_due = tokio::time::sleep(window.duration.saturating_sub(STANDBY_LEAD));
+    tokio::pin!(standbys_due);
+    let mut standbys_started = window.until_command_ends || window.duration < STANDBY_MIN_WINDOW;
     let output = loop {
         tokio::select! {
             joined = &mut task => {
@@ -337,6 +345,10 @@ pub async fn record(
             }
             _ = &mut soft_deadline, if state.hard_deadline.is_none() => {
                 state.overran(last_grace).await;
+            }
+            _ = &mut standbys_due, if !standbys_started => {
+                standbys_started = true;
+                shell.start_standbys(2);
             }
             _ = tokio::time::sleep(Duration::from_millis(100)) => {
                 state.tick(&task, grace + last_grace)?;
@@ -405,6 +417,7 @@ impl Recorder {
         );
         let docker = shell.docker().clone();
         let container = shell.container().to_string();
+        let standbys = shell.standbys().clone();
         let user = window.user.unwrap_or(ROOT).to_string();
         let (tx, chunks) = mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
         let (go, ready) = tokio::sync::oneshot::channel::<()>();
@@ -444,6 +457,7 @@ impl Recorder {
                     tx,
                     running_tx,
                     go,
+                    Some(&standbys),
                 )
                 .await
         });

@@ -2,6 +2,7 @@
 //! standard error kept (bounded), the exit code. `ContainerShell` is the seam capture
 //! recipes are written against, so their decisions can be exercised with scripted answers.
 
+use super::standby::Standbys;
 use super::{api_error, pipe, Docker};
 use crate::error::{Error, Result};
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
@@ -13,10 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// The user devprof's own commands run as in a container (probes, perf, clean-up): root,
-/// whatever USER the image sets, because reading another user's /proc entries and opening
-/// perf events need it. Tools that attach to a runtime run as the process's user instead.
-pub const ROOT: &str = "0:0";
+pub use super::ROOT;
 
 /// Standard error kept from one exec; enough for perf's diagnostics.
 const STDERR_LIMIT: usize = 256 * 1024;
@@ -61,7 +59,7 @@ fn after_line<'a>(text: &'a [u8], line: &str) -> Option<&'a [u8]> {
 impl Docker {
     /// Creates and starts `argv` in the container, attached to its output, and to its
     /// stdin when `stdin` (the caller writes to the `input` of the result).
-    async fn start_exec(
+    pub(super) async fn start_exec(
         &self,
         container: &str,
         user: Option<&str>,
@@ -99,9 +97,10 @@ impl Docker {
     }
 
     /// The exit code of a finished exec. The engine may report `running` for a moment
-    /// after the output stream closed, so ask a few times.
+    /// after the output stream closed, so ask a few times, soon at first (every exec on a
+    /// capture's path to its summary waits here).
     async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>> {
-        for _ in 0..50 {
+        for attempt in 0..50 {
             let info = self
                 .client
                 .inspect_exec(exec_id)
@@ -110,7 +109,8 @@ impl Docker {
             if info.running != Some(true) {
                 return Ok(info.exit_code);
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            let pause = [2, 5, 10].get(attempt).copied().unwrap_or(20);
+            tokio::time::sleep(Duration::from_millis(pause)).await;
         }
         Ok(None)
     }
@@ -134,8 +134,48 @@ impl Docker {
         argv: &[&str],
         sink: mpsc::Sender<Bytes>,
     ) -> Result<ExecOutput> {
-        let (exec_id, started) = self.start_exec(container, user, argv, false).await?;
+        self.exec_streaming_on(container, user, argv, sink, None)
+            .await
+    }
+
+    /// `exec_streaming_as`, on a standby of `standbys` where one waits (as root only).
+    async fn exec_streaming_on(
+        &self,
+        container: &str,
+        user: Option<&str>,
+        argv: &[&str],
+        sink: mpsc::Sender<Bytes>,
+        standbys: Option<&Standbys>,
+    ) -> Result<ExecOutput> {
+        let (exec_id, started) = self
+            .start_exec_on(container, user, argv, false, standbys)
+            .await?;
         self.stream_exec(container, exec_id, started, sink).await
+    }
+
+    /// `start_exec`, on a standby of `standbys` where one waits (as root only). Without
+    /// `stdin`, a standby's stdin ends with the command, as a new exec's has none.
+    async fn start_exec_on(
+        &self,
+        container: &str,
+        user: Option<&str>,
+        argv: &[&str],
+        stdin: bool,
+        standbys: Option<&Standbys>,
+    ) -> Result<(String, StartExecResults)> {
+        let on_standby = match standbys.filter(|_| user == Some(ROOT)) {
+            Some(standbys) => standbys.run(argv).await,
+            None => None,
+        };
+        match on_standby {
+            Some((exec_id, StartExecResults::Attached { output, mut input })) if !stdin => {
+                use tokio::io::AsyncWriteExt;
+                let _ = input.shutdown().await;
+                Ok((exec_id, StartExecResults::Attached { output, input }))
+            }
+            Some(started) => Ok(started),
+            None => self.start_exec(container, user, argv, stdin).await,
+        }
     }
 
     /// Starts `argv` at once with its stdin attached, and writes one line to it when `go`
@@ -145,7 +185,8 @@ impl Docker {
     /// each). The process prints `ready_line` on its stdout once it waits; `running` is
     /// told when that line arrives, not when the engine answers the start (the engine
     /// answers before the process exists). Dropped before `go`, the stdin closes and the
-    /// process reads end-of-file.
+    /// process reads end-of-file. As root, it starts on a standby of `standbys` where one
+    /// waits.
     #[allow(clippy::too_many_arguments)]
     pub async fn exec_streaming_released(
         &self,
@@ -156,8 +197,11 @@ impl Docker {
         sink: mpsc::Sender<Bytes>,
         running: tokio::sync::oneshot::Sender<()>,
         go: impl std::future::Future<Output = String>,
+        standbys: Option<&Standbys>,
     ) -> Result<ExecOutput> {
-        let (exec_id, started) = self.start_exec(container, user, argv, true).await?;
+        let (exec_id, started) = self
+            .start_exec_on(container, user, argv, true, standbys)
+            .await?;
         let StartExecResults::Attached {
             mut output,
             mut input,
@@ -261,10 +305,23 @@ impl Docker {
         user: Option<&str>,
         argv: &[&str],
     ) -> Result<ExecOutput> {
+        self.exec_collected(container, user, argv, None).await
+    }
+
+    /// `exec_as`, on a standby of `standbys` where one waits (as root only).
+    async fn exec_collected(
+        &self,
+        container: &str,
+        user: Option<&str>,
+        argv: &[&str],
+        standbys: Option<&Standbys>,
+    ) -> Result<ExecOutput> {
         let (tx, rx) = mpsc::channel::<Bytes>(pipe::CHANNEL_CHUNKS);
         let collect = collect_at_most(rx, STDOUT_LIMIT);
-        let (result, (stdout, cut)) =
-            tokio::join!(self.exec_streaming_as(container, user, argv, tx), collect);
+        let (result, (stdout, cut)) = tokio::join!(
+            self.exec_streaming_on(container, user, argv, tx, standbys),
+            collect
+        );
         let mut output = result?;
         output.stdout = String::from_utf8_lossy(&stdout).into_owned();
         if cut {
@@ -306,6 +363,8 @@ pub trait ContainerShell: Sync {
 pub struct Shell {
     pub(super) docker: Docker,
     pub(super) container: String,
+    /// Shells started ahead, which its next commands as root start on.
+    pub(super) standbys: Standbys,
 }
 
 impl Shell {
@@ -317,6 +376,29 @@ impl Shell {
 
     pub fn docker(&self) -> &Docker {
         &self.docker
+    }
+
+    /// Starts `count` standbys in the container, in the background: the next commands run
+    /// as root (`run`, `sh`, a recorder as root) start on them instead of as new execs.
+    pub fn start_standbys(&self, count: usize) {
+        self.standbys.start(&self.docker, &self.container, count);
+    }
+
+    /// Lets the standbys no command took go (each ends in the container).
+    pub fn release_standbys(&self) {
+        self.standbys.release();
+    }
+
+    pub fn standbys(&self) -> &Standbys {
+        &self.standbys
+    }
+
+    /// Runs `script` (`args` its `$1`...) as root and keeps its shell as a standby for the
+    /// next command; returns what it printed (`Standbys::run_then_stand_by`).
+    pub async fn run_then_stand_by(&self, script: &str, args: &[&str]) -> Result<String> {
+        self.standbys
+            .run_then_stand_by(&self.docker, &self.container, script, args)
+            .await
     }
 }
 
@@ -330,7 +412,7 @@ impl ContainerShell for Shell {
         async move {
             let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
             self.docker
-                .exec_as(&self.container, Some(ROOT), &refs)
+                .exec_collected(&self.container, Some(ROOT), &refs, Some(&self.standbys))
                 .await
         }
     }

@@ -17,8 +17,14 @@ pub mod logs;
 pub mod pipe;
 pub mod probe;
 pub mod ssh;
+pub mod standby;
 pub mod target;
 pub mod wire;
+
+/// The user devprof's own commands run as in a container (probes, perf, clean-up): root,
+/// whatever USER the image sets, because reading another user's /proc entries and opening
+/// perf events need it. Tools that attach to a runtime run as the process's user instead.
+pub const ROOT: &str = "0:0";
 
 pub use containers::{
     ContainerConfig, ContainerState, SidecarSpec, CREATOR_HOST_LABEL, CREATOR_PID_LABEL,
@@ -259,6 +265,7 @@ impl Docker {
         Shell {
             docker: self.clone(),
             container: container.name.clone(),
+            standbys: Default::default(),
         }
     }
 

@@ -194,10 +194,31 @@ impl ProcessFacts {
         let pid = process.pid.to_string();
         let script = process_script();
         let argv = ["sh", "-c", &script, "sh", &pid, script_argv0(process)];
-        match tokio::time::timeout(PROCESS_LIMIT, shell.run(&argv)).await {
-            Ok(out) => Ok(ProcessFacts::parse(&out?.stdout)),
+        let read = async { Ok(shell.run(&argv).await?.stdout) };
+        Self::parsed_within(shell.container(), &pid, read).await
+    }
+
+    /// `probe`, its exec kept as a standby for the shell's next command (the recorder).
+    pub async fn probe_standing_by(
+        shell: &crate::docker::Shell,
+        process: &ProcInfo,
+    ) -> Result<Self> {
+        let pid = process.pid.to_string();
+        let script = process_script();
+        let args = [pid.as_str(), script_argv0(process)];
+        let read = shell.run_then_stand_by(&script, &args);
+        Self::parsed_within(shell.container(), &pid, read).await
+    }
+
+    async fn parsed_within(
+        container: &str,
+        pid: &str,
+        read: impl std::future::Future<Output = Result<String>>,
+    ) -> Result<Self> {
+        match tokio::time::timeout(PROCESS_LIMIT, read).await {
+            Ok(stdout) => Ok(ProcessFacts::parse(&stdout?)),
             Err(_) => Err(Error::ProcessNotFound {
-                container: shell.container().to_string(),
+                container: container.to_string(),
                 what: format!("what /proc says about pid {pid} could not be read"),
                 hint: format!(
                     "the process script did not finish within {} s; is the container overloaded?",

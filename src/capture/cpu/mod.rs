@@ -373,6 +373,12 @@ async fn record_and_analyse<E: Engine>(
     for warning in &runtime_warnings {
         eprintln!("warning: {warning}");
     }
+    if engine.reads_perf_maps() {
+        // The native fold's kernel names, read while the window runs.
+        crate::engines::perf::preload_kernel(
+            run.stem.dir().join(crate::symbols::binary::SYMBOL_CACHE),
+        );
+    }
     let recorded = record_window(engine, run, job, run_as, settings, interrupts).await?;
     let recording = &recorded.recording;
     // A recorder that ends by itself and was stopped by Ctrl-C wrote nothing to keep (an

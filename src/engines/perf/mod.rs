@@ -6,6 +6,7 @@
 
 pub mod access;
 mod native;
+pub use native::preload_kernel;
 pub mod report;
 pub mod tool;
 

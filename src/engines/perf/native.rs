@@ -26,6 +26,40 @@ use crate::ui::progress;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+/// This host's kept copy of the kernel's symbols, read on another thread while a window
+/// runs (a local engine's containers run on this host's kernel): parsing its 120,000 lines
+/// took 60-80 ms after the window on a loaded host. Used only when the container's own
+/// listing names the same kernel.
+static PRELOADED_KERNEL: std::sync::Mutex<Option<PreloadedKernel>> = std::sync::Mutex::new(None);
+
+struct PreloadedKernel {
+    cache: PathBuf,
+    read: tokio::task::JoinHandle<Option<(KernelIdentity, Kallsyms)>>,
+}
+
+/// Starts reading this host's kept kernel copy in the store's symbol cache `cache`.
+pub fn preload_kernel(cache: PathBuf) {
+    let kept_in = cache.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let id = KernelIdentity::of_this_host()?;
+        let kept = kernel_cache::load(&kept_in, &id, Source::Container)?;
+        Some((id, kept))
+    });
+    *PRELOADED_KERNEL.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some(PreloadedKernel { cache, read });
+}
+
+/// The copy `preload_kernel` read from `cache`, when it is of the kernel `id` names.
+async fn preloaded_kernel(cache: &Path, id: &KernelIdentity) -> Option<Kallsyms> {
+    let preloaded = PRELOADED_KERNEL
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .filter(|p| p.cache == cache)?;
+    let (read_for, kept) = preloaded.read.await.ok()??;
+    (read_for == *id).then_some(kept)
+}
+
 /// The manifest's names for the two paths.
 pub const NATIVE: &str = "native";
 pub const PERF_SCRIPT: &str = "perf-script";
@@ -124,13 +158,19 @@ async fn kernel_symbols(
                     .filter(|id| KernelIdentity::new(boot, after).as_ref() == Some(id));
                 return parse_and_keep(listing.to_string(), cache, unchanged.cloned()).await;
             }
-            let (kept_in, wanted) = (cache.to_path_buf(), id.clone());
-            kept = tokio::task::spawn_blocking(move || {
-                kernel_cache::load(&kept_in, wanted.as_ref()?, Source::Container)
-            })
-            .await
-            .ok()
-            .flatten();
+            kept = match id.as_ref() {
+                Some(id) => preloaded_kernel(cache, id).await,
+                None => None,
+            };
+            if kept.is_none() {
+                let (kept_in, wanted) = (cache.to_path_buf(), id.clone());
+                kept = tokio::task::spawn_blocking(move || {
+                    kernel_cache::load(&kept_in, wanted.as_ref()?, Source::Container)
+                })
+                .await
+                .ok()
+                .flatten();
+            }
             if kept.as_ref().is_some_and(|k| raw.kernel_covered_by(k)) {
                 return kept;
             }

@@ -1,0 +1,286 @@
+//! Shells started ahead in a container: each is an exec of `sh` as root that says it is
+//! ready and waits on its stdin for the one command it is to become. Starting an exec
+//! costs the engine its create and start and the container a new process (50-200 ms on a
+//! loaded host): a capture starts standbys while it waits anyway (its probes, its window),
+//! and the commands right after (the recorder, the reads and the clean-up after the window)
+//! then start at once. A standby never used reads end-of-file when devprof lets go of it
+//! (or exits) and ends without running anything.
+
+use super::{Docker, ROOT};
+use crate::text::quote;
+use bollard::exec::StartExecResults;
+use futures_util::StreamExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::io::AsyncWriteExt;
+
+/// What a standby prints once it waits for its command.
+const READY: &str = "devprof-standby-ready";
+/// The line that ends the command sent to a standby (a command's arguments may hold
+/// newlines: it is sent as lines, and run only once this line came).
+const COMMAND_END: &str = "devprof-standby-command-end";
+
+/// The standby's own script: ready, then the lines up to `COMMAND_END`, run with `eval`
+/// (one `exec` of the command's argv, quoted here); end of input before that line runs
+/// nothing.
+fn standby_script() -> String {
+    standby_after("", READY)
+}
+
+/// `before`, then the standby's script with `ready` for its ready line.
+fn standby_after(before: &str, ready: &str) -> String {
+    format!(
+        "{before}echo {ready}; _c=; _ok=; \
+         while IFS= read -r _l; do \
+           if [ \"$_l\" = {COMMAND_END} ]; then _ok=1; break; fi; _c=\"$_c$_l\n\"; \
+         done; [ -n \"$_ok\" ] || exit 0; eval \"$_c\""
+    )
+}
+
+/// `script` in a subshell (its `exit` ends only that; no stdin), then an empty line (the
+/// ready line is then a line of its own whatever the script's output ended with), then
+/// the standby's script with `ready`.
+fn ahead_script(script: &str, ready: &str) -> String {
+    standby_after(&format!("( {script}\n) </dev/null; echo; "), ready)
+}
+
+/// How much of `seen` the script of `ahead_script` printed, once `seen` ends with the
+/// empty line and the ready line.
+fn printed_before(seen: &[u8], ready: &str) -> Option<usize> {
+    let tail = format!("\n{ready}\n");
+    seen.ends_with(tail.as_bytes())
+        .then(|| seen.len() - tail.len())
+}
+
+/// The most a script run ahead of its standby may print (a probe of one process).
+const BEFORE_LIMIT: usize = 16 << 20;
+
+/// The text a standby runs for `argv`: `exec` of it, every word quoted; None when one of
+/// its lines would read as the end of the command.
+fn command_text(argv: &[&str]) -> Option<String> {
+    let words: Vec<String> = argv.iter().map(|a| quote(a)).collect();
+    let text = format!("exec {}", words.join(" "));
+    (!text.lines().any(|l| l == COMMAND_END)).then_some(text)
+}
+
+/// A started shell waiting for its command.
+pub struct Standby {
+    exec_id: String,
+    started: StartExecResults,
+}
+
+/// The standbys of one container, shared by the clones of its `Shell`, and how many are
+/// on their way.
+#[derive(Clone, Default)]
+pub struct Standbys(Arc<Mutex<Vec<Standby>>>, Arc<AtomicUsize>);
+
+impl Standbys {
+    /// Makes `count` standbys wait in `container` (those waiting or starting count: a
+    /// shell that windows many times never holds more), started in the background; each
+    /// joins the pool once it waits for its command.
+    pub fn start(&self, docker: &Docker, container: &str, count: usize) {
+        let waiting = self.0.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let more = count.saturating_sub(waiting + self.1.load(Ordering::SeqCst));
+        for _ in 0..more {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            let (docker, container, pool) = (docker.clone(), container.to_string(), self.clone());
+            tokio::spawn(async move {
+                let standby = started(&docker, &container).await;
+                if let Some(standby) = standby {
+                    pool.0
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(standby);
+                }
+                pool.1.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    }
+
+    /// A standby that waits now, if any (one still starting is not waited for).
+    fn take(&self) -> Option<Standby> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
+    /// Lets every waiting standby go: each reads end-of-file and ends.
+    pub fn release(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Runs `script` (with `args` as its `$1`...) as root in a subshell, then keeps its
+    /// exec as a standby: one exec for a probe and the command after it. Returns what the
+    /// script printed on stdout. Its ready line carries a nonce: what the script prints
+    /// (a process's names, its files') cannot end it early.
+    pub async fn run_then_stand_by(
+        &self,
+        docker: &Docker,
+        container: &str,
+        script: &str,
+        args: &[&str],
+    ) -> crate::error::Result<String> {
+        let ready = format!("{READY}-{:016x}", nonce());
+        let whole = ahead_script(script, &ready);
+        let mut argv = vec!["sh", "-c", &whole, "sh"];
+        argv.extend_from_slice(args);
+        let (exec_id, started) = docker
+            .start_exec(container, Some(ROOT), &argv, true)
+            .await?;
+        let StartExecResults::Attached { mut output, input } = started else {
+            return Ok(String::new());
+        };
+        let mut seen = Vec::new();
+        while let Some(frame) = output.next().await {
+            let Ok(bollard::container::LogOutput::StdOut { message }) = frame else {
+                continue;
+            };
+            seen.extend_from_slice(&message);
+            if seen.len() > BEFORE_LIMIT {
+                // Let go: its stdin closes and it ends.
+                break;
+            }
+            if let Some(printed) = printed_before(&seen, &ready) {
+                seen.truncate(printed);
+                self.0
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(Standby {
+                        exec_id,
+                        started: StartExecResults::Attached { output, input },
+                    });
+                break;
+            }
+        }
+        seen.truncate(BEFORE_LIMIT);
+        Ok(String::from_utf8_lossy(&seen).into_owned())
+    }
+
+    /// `argv` started as root on a standby, with its stdin attached: the exec's id and
+    /// its streams, as the engine's start gives them for a new exec; None when no standby
+    /// waits (or the command cannot be sent to one).
+    pub async fn run(&self, argv: &[&str]) -> Option<(String, StartExecResults)> {
+        let text = command_text(argv)?;
+        // A standby whose exec went away meanwhile fails the write: the next is tried.
+        while let Some(standby) = self.take() {
+            let Standby {
+                exec_id,
+                started: StartExecResults::Attached { output, mut input },
+            } = standby
+            else {
+                continue;
+            };
+            let sent = input
+                .write_all(format!("{text}\n{COMMAND_END}\n").as_bytes())
+                .await;
+            if sent.is_ok() && input.flush().await.is_ok() {
+                return Some((exec_id, StartExecResults::Attached { output, input }));
+            }
+        }
+        None
+    }
+}
+
+/// 64 random bits from the kernel (0 where it gives none: a plain marker then).
+fn nonce() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer given.
+    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if got == bytes.len() as isize {
+        u64::from_ne_bytes(bytes)
+    } else {
+        0
+    }
+}
+
+/// Starts one standby and waits until it says it waits; None if it does not.
+async fn started(docker: &Docker, container: &str) -> Option<Standby> {
+    let script = standby_script();
+    let (exec_id, started) = docker
+        .start_exec(container, Some(ROOT), &["sh", "-c", &script], true)
+        .await
+        .ok()?;
+    let StartExecResults::Attached { mut output, input } = started else {
+        return None;
+    };
+    let mut seen = Vec::new();
+    while let Some(frame) = output.next().await {
+        if let Ok(bollard::container::LogOutput::StdOut { message }) = frame {
+            seen.extend_from_slice(&message);
+            // Nothing but the line is expected before its command.
+            if seen.len() > READY.len() + 1 {
+                return None;
+            }
+            if seen == format!("{READY}\n").as_bytes() {
+                return Some(Standby {
+                    exec_id,
+                    started: StartExecResults::Attached { output, input },
+                });
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The standby's script as a container's `sh` runs it, here: the command sent as lines
+    /// (an argument with a newline and a quote in it) runs once the end line comes, with
+    /// the rest of stdin still its own; end of input before the end line runs nothing.
+    #[test]
+    fn a_standby_runs_the_command_it_is_sent_whole_and_nothing_without_its_end() {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let run = |input: &str| {
+            let mut child = Command::new("sh")
+                .args(["-c", &standby_script()])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("sh on this host");
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+            String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+        };
+        let script = "printf '%s|' \"$1\"; read -r rest; echo \"$rest\"";
+        let text = command_text(&["sh", "-c", script, "sh", "two\nlines 'q'"]).unwrap();
+        assert_eq!(
+            run(&format!("{text}\n{COMMAND_END}\nafter\n")),
+            format!("{READY}\ntwo\nlines 'q'|after\n")
+        );
+        assert_eq!(run(&format!("{text}\n")), format!("{READY}\n"));
+        assert_eq!(run(""), format!("{READY}\n"));
+        // Quoted, the end line's text is no line of its own.
+        assert!(command_text(&["echo", COMMAND_END]).is_some());
+        assert!(command_text(&["sh", "-c", &format!("x\n{COMMAND_END}\ny")]).is_none());
+    }
+
+    /// A probe run ahead of its standby: its output, whether or not it ends with a
+    /// newline, then the ready line; its `exit` ends only its subshell, not the standby.
+    #[test]
+    fn a_script_run_ahead_keeps_its_arguments_and_its_exit_leaves_the_standby() {
+        let run = |script: &str| {
+            let out = std::process::Command::new("sh")
+                .args(["-c", &ahead_script(script, "ready-n"), "sh", "first"])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("sh on this host");
+            let printed = printed_before(&out.stdout, "ready-n").expect("the ready line");
+            String::from_utf8_lossy(&out.stdout[..printed]).into_owned()
+        };
+        assert_eq!(run("printf %s \"$1\"; exit 3"), "first");
+        assert_eq!(run("echo \"$1\""), "first\n");
+        assert_eq!(run("true"), "");
+        assert_eq!(printed_before(b"x\nready-n\n", "ready-n"), Some(1));
+        assert_eq!(
+            printed_before(b"ready-n\n", "ready-n"),
+            None,
+            "no empty line"
+        );
+        assert_ne!(nonce(), nonce());
+    }
+}
