@@ -49,13 +49,16 @@ pub fn preload_kernel(cache: PathBuf) {
         Some(PreloadedKernel { cache, read });
 }
 
-/// The copy `preload_kernel` read from `cache`, when it is of the kernel `id` names.
+/// The copy `preload_kernel` read from `cache`, when it is of the kernel `id` names (one
+/// read for another store's cache, by a capture beside this one, stays for that one).
 async fn preloaded_kernel(cache: &Path, id: &KernelIdentity) -> Option<Kallsyms> {
-    let preloaded = PRELOADED_KERNEL
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
-        .filter(|p| p.cache == cache)?;
+    let preloaded = {
+        let mut slot = PRELOADED_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.as_ref().is_none_or(|p| p.cache != cache) {
+            return None;
+        }
+        slot.take()?
+    };
     let (read_for, kept) = preloaded.read.await.ok()??;
     (read_for == *id).then_some(kept)
 }
