@@ -154,7 +154,10 @@ impl Docker {
     }
 
     /// `start_exec`, on a standby of `standbys` where one waits (as root only). Without
-    /// `stdin`, a standby's stdin ends with the command, as a new exec's has none.
+    /// `stdin`, a standby's stdin ends with the command, as a new exec's has none. Only
+    /// in a container running unpaused: a paused one would hold the command (its frozen
+    /// shell never reads it) where the engine refuses a new exec at once, and a stopped one
+    /// took its standbys with it.
     async fn start_exec_on(
         &self,
         container: &str,
@@ -163,8 +166,11 @@ impl Docker {
         stdin: bool,
         standbys: Option<&Standbys>,
     ) -> Result<(String, StartExecResults)> {
-        let on_standby = match standbys.filter(|_| user == Some(ROOT)) {
-            Some(standbys) => standbys.run(argv).await,
+        let on_standby = match standbys.filter(|s| user == Some(ROOT) && s.waiting()) {
+            Some(standbys) => match self.container_state(container).await {
+                Ok(state) if state.running && !state.paused => standbys.run(argv).await,
+                _ => None,
+            },
             None => None,
         };
         match on_standby {

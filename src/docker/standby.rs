@@ -97,6 +97,11 @@ impl Standbys {
         }
     }
 
+    /// Whether a standby waits now.
+    pub fn waiting(&self) -> bool {
+        !self.0.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+
     /// A standby that waits now, if any (one still starting is not waited for).
     fn take(&self) -> Option<Standby> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).pop()
