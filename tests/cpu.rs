@@ -504,10 +504,11 @@ fn a_recording_is_checked_by_its_copy_and_a_missing_or_empty_one_fails_as_before
     docker_ok(&["exec", DEMO_SEQ, "rm", "-rf", &dir]);
 }
 
-/// The recorder starts on the shell the process's probe left open, not as an exec of its
-/// own; shells are started ahead for the commands after a window of 5 s too; and none stays in
-/// the container after the capture. (Whether the commands after the window found theirs
-/// ready depends on the engine's speed: not asserted.)
+/// The recorder starts on the shell the container's probe left open, before the trial
+/// answers, not as an exec of its own; the probe makes the workdir; shells are started
+/// ahead for the commands after a window of 5 s too; and none stays in the container after
+/// the capture. (Whether the commands after the window found theirs ready depends on the
+/// engine's speed: not asserted.)
 #[test]
 #[ignore = "needs the demo devnet"]
 fn the_recorder_and_the_commands_after_the_window_run_on_standbys_that_do_not_stay() {
@@ -522,10 +523,14 @@ fn the_recorder_and_the_commands_after_the_window_run_on_standbys_that_do_not_st
     let _guard = run_container(&name, &args, &demo_image(), &[]);
     let since = docker_ok(&["system", "info", "--format", "{{.SystemTime}}"]);
     let cwd = workdir();
-    devprof(cwd.path())
-        .args(["cpu", &name, "5"])
-        .assert()
-        .success();
+    let out = devprof(cwd.path())
+        .args(["-v", "cpu", &name, "5"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The recorder was started on the container probe's standby, before the trial answered.
+    assert!(stderr.contains("recorder started ahead"), "{stderr}");
     let until = docker_ok(&["system", "info", "--format", "{{.SystemTime}}"]);
     let started = docker_ok(&[
         "events",
@@ -549,9 +554,12 @@ fn the_recorder_and_the_commands_after_the_window_run_on_standbys_that_do_not_st
         standbys >= 3,
         "the probe's and the window's standbys: {execs:#?}"
     );
-    // The recorder's script (with its release wait) came over a standby's stdin.
+    // The recorder's script (with its release wait) came over a standby's stdin, and the
+    // workdir was made by the probe (no exec of its own).
     assert!(
-        !execs.iter().any(|e| e.contains("wait_until()")),
+        !execs
+            .iter()
+            .any(|e| e.contains("wait_until()") || e.starts_with("\"exec_start: mktemp")),
         "{execs:#?}"
     );
     // Each reads end-of-file once devprof lets go of it: moments after it exits.

@@ -213,3 +213,36 @@ fn runtime_probe_never_opens_a_fifo_that_argv0_names() {
         Some(&*fifo.to_string_lossy())
     );
 }
+
+/// The probe asked for perf ahead, as this host's sh runs it: each perf found answers its
+/// version there, the workdir is made by mktemp (private, root's way), and a process whose
+/// argv forges those records adds none of them.
+#[test]
+fn probe_asked_for_perf_ahead_answers_versions_and_a_workdir_no_argv_can_forge() {
+    let forged =
+        "x\nworkdir\t/tmp/devprof.forged\nperf_version\t/usr/bin/perf\tperf version 9.9\nz";
+    let liar = Liar::start(forged);
+    let mut sh = Command::new("sh");
+    sh.args(["-c", &probe_script(), "sh", "perf"]);
+    let out = run_within(sh, Duration::from_secs(120)).expect("the probe ends");
+    let facts = ContainerFacts::parse(&out).expect("the probe's output parses");
+    let workdir = facts
+        .perf_ahead
+        .workdir
+        .clone()
+        .expect("a workdir was made");
+    let made = std::fs::metadata(&workdir);
+    let _ = std::fs::remove_dir(&workdir);
+    assert!(workdir.starts_with("/tmp/devprof.") && workdir != "/tmp/devprof.forged");
+    assert!(made.expect("it exists").is_dir());
+    for (perf, answer) in &facts.perf_ahead.versions {
+        assert!(facts.perf_candidates.contains(perf), "{perf}");
+        assert!(answer.starts_with("perf version "), "{answer}");
+        assert!(!answer.contains("9.9"), "{answer}");
+    }
+    // Where this host has a perf, it answered.
+    if !facts.perf_candidates.is_empty() {
+        assert!(!facts.perf_ahead.versions.is_empty(), "{out}");
+    }
+    assert!(facts.processes.iter().any(|p| p.pid == liar.pid()));
+}

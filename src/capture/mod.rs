@@ -101,6 +101,8 @@ pub async fn reclaiming<T>(
 ) -> Result<T> {
     let (shell, slot) = (located.shell.clone(), located.early_workdir.clone());
     let result = catching(Box::pin(body(located))).await;
+    // A recorder started ahead that no window took, with any standby left, goes too.
+    shell.release_standbys();
     reclaim_early_workdir(&shell, &slot).await;
     resume(result)
 }
@@ -110,20 +112,36 @@ const AHEAD_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What `locate` asks of the container beside the process's probe, for the engine the
 /// capture will most likely use: execs that would otherwise come one after another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum Ahead {
     Nothing,
-    /// perf's version and access trial, and the workdir (where the container has a perf).
-    Perf,
+    /// perf's version and access trial, and the workdir (where the container has a perf);
+    /// with a primer, the recorder too, started before the trial answers.
+    Perf(Option<Primer>),
 }
+
+/// The recorder's exec command line (`sh -c SCRIPT`) a capture would start with `perf`
+/// sampling what `ContainerFacts` make likely, for the process `pid`, in the workdir; None
+/// where it starts none alone.
+pub type Primer =
+    Arc<dyn Fn(perf::PerfTool, &ContainerFacts, u32, &str) -> Option<Vec<String>> + Send + Sync>;
 
 impl Ahead {
     /// perf's answers and the workdir, unless perf records from a sidecar (`mode`).
     pub fn perf_in(mode: CaptureMode) -> Ahead {
+        Self::perf_primed(mode, None)
+    }
+
+    /// `perf_in`, with the recorder `primer` makes started ahead.
+    pub fn perf_primed(mode: CaptureMode, primer: Option<Primer>) -> Ahead {
         match mode {
             CaptureMode::Sidecar => Ahead::Nothing,
-            _ => Ahead::Perf,
+            _ => Ahead::Perf(primer),
         }
+    }
+
+    fn is_perf(&self) -> bool {
+        matches!(self, Ahead::Perf(_))
     }
 }
 
@@ -173,14 +191,35 @@ pub async fn locate_ahead(
     let containers = docker.containers().await?;
     let container = resolve_container(target, &containers)?;
     let shell = docker.shell(&container);
-    let facts = ContainerFacts::probe(&shell).await?;
+    // For perf the probe asks perf's version and makes the workdir too, and its exec stays
+    // as a standby for the next command as root (the recorder, where it is primed).
+    let for_perf = ahead.is_perf();
+    let facts = if for_perf {
+        ContainerFacts::probe_for_perf(&shell).await?
+    } else {
+        ContainerFacts::probe(&shell).await?
+    };
     crate::ui::phases::mark("container probed");
-    let process = choose_process(&shell, &facts, selector, &container.name).await?;
+    let process = match choose_process(&shell, &facts, selector, &container.name).await {
+        Ok(process) => process,
+        Err(e) => {
+            reclaim_probed_workdir(&shell, &facts).await;
+            return Err(e);
+        }
+    };
+    let perf_here = for_perf && !facts.perf_candidates.is_empty();
+    let probed_workdir = facts.perf_ahead.workdir.as_deref().and_then(made_workdir);
+    let primed = match (&ahead, &probed_workdir) {
+        (Ahead::Perf(Some(primer)), Some(workdir)) if perf_here => {
+            prime_recorder(&shell, primer, &facts, process.pid, workdir).await
+        }
+        _ => false,
+    };
     let asked = async {
         // Where the container has no perf, a perf capture fails in `prepare` (and auto
         // moves to a sidecar): nothing is made in it.
-        if ahead != Ahead::Perf || facts.perf_candidates.is_empty() {
-            return (None, None);
+        if !perf_here {
+            return (None, probed_workdir.clone());
         }
         // Bounded: an engine other than perf may be chosen once the probe is read, and
         // must not wait on a perf that hangs. Unanswered in time, `prepare` asks.
@@ -190,12 +229,18 @@ pub async fn locate_ahead(
                 .ok()
                 .flatten()
         };
-        tokio::join!(answer, async { make_workdir(&shell).await.ok() })
+        let workdir = async {
+            match &probed_workdir {
+                Some(made) => Some(made.clone()),
+                None => make_workdir(&shell).await.ok(),
+            }
+        };
+        tokio::join!(answer, workdir)
     };
-    // Where perf records in the container, the process's probe stays as a shell the
-    // recorder (as root) starts on.
+    // Where perf records in the container and no recorder was started ahead, the
+    // process's probe stays as a shell the recorder (as root) starts on.
     let probed = async {
-        if ahead == Ahead::Perf && !facts.perf_candidates.is_empty() {
+        if perf_here && !primed {
             ProcessFacts::probe_standing_by(&shell, &process).await
         } else {
             ProcessFacts::probe(&shell, &process).await
@@ -206,6 +251,7 @@ pub async fn locate_ahead(
     let process_facts = match process_facts {
         Ok(facts) => facts,
         Err(e) => {
+            shell.release_standbys();
             reclaim_early_workdir(&shell, &early_workdir).await;
             return Err(e);
         }
@@ -237,6 +283,37 @@ pub async fn locate_ahead(
         perf_answer,
         early_workdir,
     })
+}
+
+/// Starts the recorder `primer` makes on the probe's standby, before the trial answers;
+/// true when it started. Only where the probe answered perf's version.
+async fn prime_recorder(
+    shell: &Shell,
+    primer: &Primer,
+    facts: &ContainerFacts,
+    pid: u32,
+    workdir: &str,
+) -> bool {
+    let Some(perf) = perf::tool_ahead(facts) else {
+        return false;
+    };
+    let Some(argv) = primer(perf, facts, pid, workdir) else {
+        return false;
+    };
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let primed = shell.standbys().prime(&argv).await;
+    if primed {
+        crate::ui::phases::mark("recorder started ahead");
+    }
+    primed
+}
+
+/// Removes the workdir a probe made ahead when the capture ends before taking it.
+async fn reclaim_probed_workdir(shell: &Shell, facts: &ContainerFacts) {
+    shell.release_standbys();
+    if let Some(workdir) = facts.perf_ahead.workdir.as_deref().and_then(made_workdir) {
+        session::remove_unused_workdir(shell, &workdir).await;
+    }
 }
 
 /// A private directory in the container's /tmp for the recorder's output and its pid.

@@ -79,6 +79,65 @@ pub fn controlled_argv_with_slack(
     Some(out)
 }
 
+/// A recorder's start, as a window asks for it: the command and its workdir, the window,
+/// and how the recorder is released and stopped.
+pub struct RecorderStart<'a> {
+    pub argv: &'a [String],
+    pub workdir: &'a str,
+    pub duration: Duration,
+    /// perf started before the release with its events disabled (`Window::enable_on_release`).
+    pub enable_on_release: bool,
+    pub until_command_ends: bool,
+    pub stops_itself: bool,
+    /// Released by a session's gate with the other captures, not alone.
+    pub in_session: bool,
+}
+
+/// How a recorder is started: the script its exec runs (`sh -c SCRIPT`), whether perf in
+/// it is controlled (enabled by the release), and whether its own timer ends the window.
+pub struct RecorderPlan {
+    pub script: String,
+    pub controlled: bool,
+    pub timed: bool,
+}
+
+impl RecorderStart<'_> {
+    /// Started with its events disabled and enabled by the release, so perf's start-up
+    /// (reading the process's maps, opening its events: up to seconds on a loaded host)
+    /// is paid before the window opens: in a session, and alone too. The same start always
+    /// makes the same script (a recorder primed ahead is taken by its script).
+    pub fn plan(&self) -> RecorderPlan {
+        let controlled = (self.enable_on_release && !self.until_command_ends)
+            .then(|| {
+                let slack = if self.in_session {
+                    CONTROLLED_SLACK
+                } else {
+                    ALONE_SLACK
+                };
+                controlled_argv_with_slack(self.argv, self.workdir, self.duration, slack)
+            })
+            .flatten();
+        let timed = controlled.is_some() && !self.in_session && !self.stops_itself;
+        RecorderPlan {
+            script: record_script(
+                self.argv,
+                controlled.as_deref(),
+                self.workdir,
+                timed.then_some(self.duration),
+            ),
+            controlled: controlled.is_some(),
+            timed,
+        }
+    }
+}
+
+impl RecorderPlan {
+    /// The exec's command line.
+    pub fn exec_argv(&self) -> [&str; 3] {
+        ["sh", "-c", &self.script]
+    }
+}
+
 /// The shell script that runs the recorder: it writes the pidfile, says it is ready, waits
 /// for the release on its stdin, says it starts, and records. With a controlled perf, perf
 /// is started first and is ready (its events opened, disabled) before the script says so;

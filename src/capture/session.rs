@@ -9,8 +9,7 @@ use super::armed_stop::{
 use super::gate;
 use super::liveness::{Stop, Watch, PROCESS_CHECK, PROCESS_CHECK_FOLLOWED};
 use super::record_script::{
-    controlled_argv_with_slack, record_script, recorder_pid_fn, without_control_lines, ALONE_SLACK,
-    CONTROLLED_SLACK, READY_MARKER, START_MARKER,
+    recorder_pid_fn, without_control_lines, RecorderStart, READY_MARKER, START_MARKER,
 };
 use crate::docker::exec::ROOT;
 use crate::docker::pipe::CHANNEL_CHUNKS;
@@ -395,26 +394,17 @@ impl Recorder {
     /// opens: in a session, when every capture is ready, so the recorders are released
     /// together rather than one exec start after another.
     fn start(shell: &Shell, workdir: &str, window: &Window<'_>) -> Recorder {
-        // Started with its events disabled and enabled by the release, so perf's start-up
-        // (reading the process's maps, opening its events: up to seconds on a loaded host)
-        // is paid before the window opens: in a session, and alone too.
-        let controlled = (window.enable_on_release && !window.until_command_ends)
-            .then(|| {
-                let slack = if gate::in_session() {
-                    CONTROLLED_SLACK
-                } else {
-                    ALONE_SLACK
-                };
-                controlled_argv_with_slack(window.argv, workdir, window.duration, slack)
-            })
-            .flatten();
-        let timed = controlled.is_some() && !gate::in_session() && !window.stops_itself;
-        let record_script = record_script(
-            window.argv,
-            controlled.as_deref(),
+        let plan = RecorderStart {
+            argv: window.argv,
             workdir,
-            timed.then_some(window.duration),
-        );
+            duration: window.duration,
+            enable_on_release: window.enable_on_release,
+            until_command_ends: window.until_command_ends,
+            stops_itself: window.stops_itself,
+            in_session: gate::in_session(),
+        }
+        .plan();
+        let (controlled, timed) = (plan.controlled, plan.timed);
         let docker = shell.docker().clone();
         let container = shell.container().to_string();
         let standbys = shell.standbys().clone();
@@ -452,7 +442,7 @@ impl Recorder {
                 .exec_streaming_released(
                     &container,
                     Some(&user),
-                    &["sh", "-c", &record_script],
+                    &plan.exec_argv(),
                     READY_MARKER,
                     tx,
                     running_tx,
@@ -466,7 +456,7 @@ impl Recorder {
             chunks,
             go,
             running,
-            controlled: controlled.is_some(),
+            controlled,
             timed,
             released,
         }

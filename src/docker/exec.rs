@@ -147,40 +147,56 @@ impl Docker {
         sink: mpsc::Sender<Bytes>,
         standbys: Option<&Standbys>,
     ) -> Result<ExecOutput> {
-        let (exec_id, started) = self
-            .start_exec_on(container, user, argv, false, standbys)
+        let ((exec_id, started), _) = self
+            .start_exec_or_take(container, user, argv, false, standbys)
             .await?;
         self.stream_exec(container, exec_id, started, sink).await
     }
 
-    /// `start_exec`, on a standby of `standbys` where one waits (as root only). Without
-    /// `stdin`, a standby's stdin ends with the command, as a new exec's has none. Only
-    /// in a container running unpaused: a paused one would hold the command (its frozen
-    /// shell never reads it) where the engine refuses a new exec at once, and a stopped one
-    /// took its standbys with it.
-    async fn start_exec_on(
+    /// `start_exec`, on a standby of `standbys` where one waits (as root only), or taking
+    /// the command primed on one where it is `argv` (with its stdin); true with it when it
+    /// was. Without `stdin`, a standby's stdin ends with the command, as a new exec's has
+    /// none. Only in a container running unpaused: a paused one would hold the command (its
+    /// frozen shell never reads it) where the engine refuses a new exec at once, and a
+    /// stopped one took its standbys with it.
+    async fn start_exec_or_take(
         &self,
         container: &str,
         user: Option<&str>,
         argv: &[&str],
         stdin: bool,
         standbys: Option<&Standbys>,
-    ) -> Result<(String, StartExecResults)> {
-        let on_standby = match standbys.filter(|s| user == Some(ROOT) && s.waiting()) {
+    ) -> Result<((String, StartExecResults), bool)> {
+        let root = standbys.filter(|_| user == Some(ROOT));
+        let wanted = root.filter(|s| s.waiting() || (stdin && s.primed()));
+        let usable = match wanted {
             Some(standbys) => match self.container_state(container).await {
-                Ok(state) if state.running && !state.paused => standbys.run(argv).await,
-                _ => None,
+                Ok(state) if state.running && !state.paused => Some(standbys),
+                _ => {
+                    standbys.unprime();
+                    None
+                }
             },
+            None => None,
+        };
+        if let Some(primed) = usable.filter(|_| stdin).and_then(|s| s.take_primed(argv)) {
+            return Ok((primed, true));
+        }
+        let on_standby = match usable.filter(|s| s.waiting()) {
+            Some(standbys) => standbys.run(argv).await,
             None => None,
         };
         match on_standby {
             Some((exec_id, StartExecResults::Attached { output, mut input })) if !stdin => {
                 use tokio::io::AsyncWriteExt;
                 let _ = input.shutdown().await;
-                Ok((exec_id, StartExecResults::Attached { output, input }))
+                Ok((
+                    (exec_id, StartExecResults::Attached { output, input }),
+                    false,
+                ))
             }
-            Some(started) => Ok(started),
-            None => self.start_exec(container, user, argv, stdin).await,
+            Some(started) => Ok((started, false)),
+            None => Ok((self.start_exec(container, user, argv, stdin).await?, false)),
         }
     }
 
@@ -205,37 +221,55 @@ impl Docker {
         go: impl std::future::Future<Output = String>,
         standbys: Option<&Standbys>,
     ) -> Result<ExecOutput> {
-        let (exec_id, started) = self
-            .start_exec_on(container, user, argv, true, standbys)
+        let ((mut exec_id, mut started), mut primed) = self
+            .start_exec_or_take(container, user, argv, true, standbys)
             .await?;
-        let StartExecResults::Attached {
-            mut output,
-            mut input,
-        } = started
-        else {
-            return self.stream_exec(container, exec_id, started, sink).await;
-        };
-        let mut stderr = Vec::new();
-        let mut seen = Vec::new();
-        let mut ready = false;
-        while let Some(frame) = output.next().await {
-            match frame.map_err(|e| api_error(&format!("read exec output in {container}"), e))? {
-                bollard::container::LogOutput::StdOut { message } => {
-                    seen.extend_from_slice(&message);
-                    if let Some(rest) = after_line(&seen, ready_line) {
-                        let rest = Bytes::copy_from_slice(rest);
-                        if !rest.is_empty() {
-                            let _ = sink.send(rest).await;
-                        }
-                        ready = true;
-                        break;
+        let (mut output, mut input, mut stderr, mut seen, mut ready);
+        loop {
+            let StartExecResults::Attached {
+                output: out,
+                input: inp,
+            } = started
+            else {
+                return self.stream_exec(container, exec_id, started, sink).await;
+            };
+            (output, input) = (out, inp);
+            (stderr, seen, ready) = (Vec::new(), Vec::new(), false);
+            while let Some(frame) = output.next().await {
+                let frame = match frame {
+                    Ok(frame) => frame,
+                    // As one that ended: started again below.
+                    Err(_) if primed => break,
+                    Err(e) => {
+                        return Err(api_error(&format!("read exec output in {container}"), e))
                     }
+                };
+                match frame {
+                    bollard::container::LogOutput::StdOut { message } => {
+                        seen.extend_from_slice(&message);
+                        if let Some(rest) = after_line(&seen, ready_line) {
+                            let rest = Bytes::copy_from_slice(rest);
+                            if !rest.is_empty() {
+                                let _ = sink.send(rest).await;
+                            }
+                            ready = true;
+                            break;
+                        }
+                    }
+                    bollard::container::LogOutput::StdErr { message } => {
+                        keep_stderr(&mut stderr, &message);
+                    }
+                    _ => {}
                 }
-                bollard::container::LogOutput::StdErr { message } => {
-                    keep_stderr(&mut stderr, &message);
-                }
-                _ => {}
             }
+            // A command started ahead that ended before it was ready is not this start's
+            // answer (what it found may have changed since, a lowered sysctl say): the
+            // command is started again, as it would have been without it.
+            if ready || !primed {
+                break;
+            }
+            ((exec_id, started), primed) =
+                (self.start_exec(container, user, argv, true).await?, false);
         }
         if ready {
             let _ = running.send(());

@@ -59,9 +59,20 @@ const HEADER: [&str; 6] = [
 /// `cpu_cycles` on Arm): without one, most likely no PMU here counts cycles.
 const CYCLES_RECORD: &str = "pmu_cycles";
 
-/// The part of the probe after the shell functions: the header, perf candidates, then
-/// `proc<TAB>pid<TAB>ppid<TAB>cmdline` records; its own processes are excluded.
+/// What a probe asked for perf ahead (`$1` is `perf`) adds for each perf candidate: its
+/// answer to `version --build-options`, so that the recorder's command line is known as
+/// soon as the probe answers.
+const PERF_VERSION_RECORD: &str = "perf_version";
+/// The same probe's workdir, made by `mktemp -d` (the workdir every capture needs).
+const WORKDIR_RECORD: &str = "workdir";
+/// The most of perf's version answer read (Debian's is under 2 KiB).
+const VERSION_LIMIT: usize = 16 * 1024;
+
+/// The part of the probe after the shell functions: the header, perf candidates (asked
+/// ahead: their versions and a workdir), then `proc<TAB>pid<TAB>ppid<TAB>cmdline`
+/// records; its own processes are excluded.
 const PROBE_BODY: &str = r#"
+ahead=${1-}
 printf 'kernel\t%s\n' "$(uname -r 2>/dev/null)"
 printf 'paranoid\t%s\n' "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)"
 printf 'kptr_restrict\t%s\n' "$(cat /proc/sys/kernel/kptr_restrict 2>/dev/null)"
@@ -84,8 +95,14 @@ for d in PERF_DIRS /usr/lib/linux-tools-* /usr/lib/linux-tools/*; do
     case "$seen" in *" $r "*) continue;; esac
     seen="$seen$r "
     printf 'perf\t'; printf '%s' "$f" | enc NAME_LIMIT; echo
+    [ "$ahead" = perf ] || continue
+    printf 'PERF_VERSION_RECORD\t'; printf '%s' "$f" | enc NAME_LIMIT; printf '\t'
+    "$f" version --build-options 2>/dev/null </dev/null | enc VERSION_LIMIT; echo
   done
 done
+if [ "$ahead" = perf ]; then
+  printf 'WORKDIR_RECORD\t'; printf '%s' "$(mktemp -d /tmp/devprof.XXXXXXXX 2>/dev/null)" | enc NAME_LIMIT; echo
+fi
 self=$$
 for d in /proc/[0-9]*; do
   pid=${d#/proc/}
@@ -108,6 +125,9 @@ pub fn probe_script() -> String {
         .replace("PERF_DIRS", &PERF_DIRS.join(" "))
         .replace("PROC_RECORD", PROC_RECORD)
         .replace("CYCLES_RECORD", CYCLES_RECORD)
+        .replace("PERF_VERSION_RECORD", PERF_VERSION_RECORD)
+        .replace("WORKDIR_RECORD", WORKDIR_RECORD)
+        .replace("VERSION_LIMIT", &VERSION_LIMIT.to_string())
         .replace("PROC_TEXT_LIMIT", &wire::PROC_TEXT_LIMIT.to_string())
         .replace("NAME_LIMIT", &wire::NAME_LIMIT.to_string());
     format!("{}{TRUSTED_FN}{body}", wire::PRELUDE)
@@ -139,6 +159,26 @@ pub struct ContainerFacts {
     /// trial gives them no time to count.
     pub pmu_cycles: bool,
     pub processes: Vec<ProcInfo>,
+    /// What a probe asked for perf ahead found (empty otherwise).
+    pub perf_ahead: PerfAhead,
+}
+
+/// A probe's answers for a perf capture: each candidate's `version --build-options`
+/// answer, and the workdir `mktemp -d` printed (its form not yet checked).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PerfAhead {
+    pub versions: Vec<(String, String)>,
+    pub workdir: Option<String>,
+}
+
+impl PerfAhead {
+    /// `perf`'s answer to its version query, if the probe asked it.
+    pub fn version_answer(&self, perf: &str) -> Option<&str> {
+        self.versions
+            .iter()
+            .find(|(path, _)| path == perf)
+            .map(|(_, answer)| answer.as_str())
+    }
 }
 
 /// Whether `path` is where the probe may find perf: a `perf` or `perf_<digits>...` file
@@ -227,6 +267,24 @@ impl ContainerFacts {
                     }
                 }
                 CYCLES_RECORD if !in_processes => facts.pmu_cycles = true,
+                PERF_VERSION_RECORD if !in_processes => {
+                    let path = record.bytes(0).and_then(|b| String::from_utf8(b).ok());
+                    let answer = record
+                        .bytes(1)
+                        .map(|b| String::from_utf8_lossy(&b).into_owned());
+                    if let (Some(path), Some(answer)) = (path, answer) {
+                        // Only a candidate's, once: the records before it said which.
+                        if facts.perf_candidates.contains(&path)
+                            && facts.perf_ahead.version_answer(&path).is_none()
+                        {
+                            facts.perf_ahead.versions.push((path, answer));
+                        }
+                    }
+                }
+                WORKDIR_RECORD if !in_processes && facts.perf_ahead.workdir.is_none() => {
+                    facts.perf_ahead.workdir =
+                        record.bytes(0).and_then(|b| String::from_utf8(b).ok());
+                }
                 PROC_RECORD => facts.processes.extend(ProcInfo::from_record(&record)),
                 _ => {}
             }
@@ -251,12 +309,7 @@ impl ContainerFacts {
         };
         let out = match tokio::time::timeout(PROBE_LIMIT, shell.sh(&probe_script())).await {
             Ok(out) => out?,
-            Err(_) => {
-                return Err(failed(format!(
-                    "the probe of the container's processes did not finish within {} s; is the container overloaded?",
-                    PROBE_LIMIT.as_secs()
-                )))
-            }
+            Err(_) => return Err(failed(overloaded())),
         };
         if !out.success() && out.stdout.is_empty() {
             return Err(failed(format!(
@@ -264,12 +317,49 @@ impl ContainerFacts {
                 out.stderr.trim()
             )));
         }
-        ContainerFacts::parse(&out.stdout).map_err(|e| {
-            failed(format!(
+        Self::parse_probed(&out.stdout).map_err(failed)
+    }
+
+    /// `probe`, asking ahead for a perf capture (each perf's version, a workdir), its exec
+    /// kept as a standby for the next command as root (`Shell::run_then_stand_by`).
+    pub async fn probe_for_perf(shell: &super::Shell) -> Result<Self> {
+        let failed = |hint: String| Error::ProcessNotFound {
+            container: shell.container().to_string(),
+            what: "cannot inspect processes".to_string(),
+            hint,
+        };
+        let script = probe_script();
+        let stdout =
+            match tokio::time::timeout(PROBE_LIMIT, shell.run_then_stand_by(&script, &["perf"]))
+                .await
+            {
+                Ok(stdout) => stdout?,
+                Err(_) => return Err(failed(overloaded())),
+            };
+        if stdout.is_empty() {
+            return Err(failed(
+                "devprof needs `sh` in the container to find the process (the probe printed nothing)"
+                    .to_string(),
+            ));
+        }
+        Self::parse_probed(&stdout).map_err(failed)
+    }
+
+    /// The probe's output read, or the hint for what it was instead.
+    fn parse_probed(stdout: &str) -> std::result::Result<Self, String> {
+        ContainerFacts::parse(stdout).map_err(|e| {
+            format!(
                 "the probe's output is not what devprof's script prints ({e}); is `sh` in the container a POSIX shell?"
-            ))
+            )
         })
     }
+}
+
+fn overloaded() -> String {
+    format!(
+        "the probe of the container's processes did not finish within {} s; is the container overloaded?",
+        PROBE_LIMIT.as_secs()
+    )
 }
 
 #[cfg(test)]
@@ -280,6 +370,40 @@ mod tests {
     fn header() -> String {
         "kernel\t6.18.44-fc\nparanoid\t2\nkptr_restrict\t0\ncap_eff\t00000040a80c25fb\nseccomp\t0\nsysctl_writable\t0\n"
             .to_string()
+    }
+
+    /// A probe asked for perf ahead: a version answer only for a candidate listed before
+    /// it, the first one of each, none from after the processes began; the workdir as
+    /// printed (its form is checked where it is used).
+    #[test]
+    fn reads_the_perf_versions_and_workdir_asked_ahead_only_where_they_belong() {
+        let version = "perf version 6.1.187\n zstd: [ on  ]  # HAVE_ZSTD_SUPPORT\n";
+        let text = format!(
+            "{}perf\t{}\nperf_version\t{}\t{}\nperf_version\t{}\t{}\nperf_version\t{}\t{}\nworkdir\t{}\nworkdir\t{}\nproc\t1\t0\t{}\nperf_version\t{}\t{}\nworkdir\t{}\n",
+            header(),
+            encode(b"/usr/bin/perf"),
+            encode(b"/usr/bin/perf"),
+            encode(version.as_bytes()),
+            encode(b"/usr/bin/perf"),
+            encode(b"perf version 9.9"),
+            encode(b"/usr/local/bin/perf"),
+            encode(b"perf version 9.9"),
+            encode(b"/tmp/devprof.AbC123"),
+            encode(b"/tmp/devprof.second"),
+            encode(b"demo-node\0"),
+            encode(b"/usr/bin/perf"),
+            encode(b"perf version 1.0"),
+            encode(b"/tmp/devprof.late"),
+        );
+        let f = ContainerFacts::parse(&text).unwrap();
+        assert_eq!(f.perf_ahead.version_answer("/usr/bin/perf"), Some(version));
+        assert_eq!(f.perf_ahead.version_answer("/usr/local/bin/perf"), None);
+        assert_eq!(f.perf_ahead.versions.len(), 1);
+        assert_eq!(f.perf_ahead.workdir.as_deref(), Some("/tmp/devprof.AbC123"));
+        assert_eq!(f.processes.len(), 1);
+        // Asked for nothing ahead, a probe has none of it.
+        let plain = ContainerFacts::parse(&header()).unwrap();
+        assert_eq!(plain.perf_ahead, PerfAhead::default());
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! loaded host): a capture starts standbys while it waits anyway (its probes, its window),
 //! and the commands right after (the recorder, the reads and the clean-up after the window)
 //! then start at once. A standby never used reads end-of-file when devprof lets go of it
-//! (or exits) and ends without running anything.
+//! (or exits) and ends without running anything. A command may be primed on one before
+//! the capture knows it will run it (the recorder, before the access trial answers): a
+//! later start of the very same command line takes it.
 
 use super::{Docker, ROOT};
 use crate::text::quote;
@@ -12,6 +14,7 @@ use bollard::exec::StartExecResults;
 use futures_util::StreamExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 /// What a standby prints once it waits for its command.
@@ -52,8 +55,9 @@ fn printed_before(seen: &[u8], ready: &str) -> Option<usize> {
         .then(|| seen.len() - tail.len())
 }
 
-/// The most a script run ahead of its standby may print (a probe of one process).
-const BEFORE_LIMIT: usize = 16 << 20;
+/// The most a script run ahead of its standby may print: the container's probe lists
+/// every process, bounded as a plain exec's collected output is (256 MiB).
+const BEFORE_LIMIT: usize = 256 << 20;
 
 /// The text a standby runs for `argv`: `exec` of it, every word quoted; None when one of
 /// its lines would read as the end of the command.
@@ -69,10 +73,27 @@ pub struct Standby {
     started: StartExecResults,
 }
 
-/// The standbys of one container, shared by the clones of its `Shell`, and how many are
-/// on their way.
+/// A command started ahead on a standby, before the capture knows it will run it: taken
+/// only by a start of the very same command line, while fresh.
+struct Primed {
+    argv: Vec<String>,
+    at: Instant,
+    exec_id: String,
+    started: StartExecResults,
+}
+
+/// How long a primed command may wait to be taken: a primed recorder's `sleep` outlasts
+/// its window by `ALONE_SLACK` (10 s) from its start, so it must be released well before.
+const PRIMED_FRESH: Duration = Duration::from_secs(5);
+
+/// The standbys of one container, shared by the clones of its `Shell`, how many are on
+/// their way, and the command primed on one of them.
 #[derive(Clone, Default)]
-pub struct Standbys(Arc<Mutex<Vec<Standby>>>, Arc<AtomicUsize>);
+pub struct Standbys(
+    Arc<Mutex<Vec<Standby>>>,
+    Arc<AtomicUsize>,
+    Arc<Mutex<Option<Primed>>>,
+);
 
 impl Standbys {
     /// Makes `count` standbys wait in `container` (those waiting or starting count: a
@@ -107,9 +128,47 @@ impl Standbys {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).pop()
     }
 
-    /// Lets every waiting standby go: each reads end-of-file and ends.
+    /// Lets every waiting standby go: each reads end-of-file and ends; so does a primed
+    /// command no one took (it reads end-of-file where it waits for its release).
     pub fn release(&self) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.unprime();
+    }
+
+    /// Starts `argv` now on a waiting standby, for a start of the same command line to
+    /// take later (`take_primed`) instead of starting it then; false where no standby
+    /// waits. A command that waits for a line on its stdin before it acts (a recorder) is
+    /// the kind to prime: one never taken is let go by `release`, and ends.
+    pub async fn prime(&self, argv: &[&str]) -> bool {
+        let Some((exec_id, started)) = self.run(argv).await else {
+            return false;
+        };
+        *self.2.lock().unwrap_or_else(|e| e.into_inner()) = Some(Primed {
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            at: Instant::now(),
+            exec_id,
+            started,
+        });
+        true
+    }
+
+    /// The primed command, when it is `argv` and still fresh; one that is not is let go
+    /// (nothing will take it).
+    pub fn take_primed(&self, argv: &[&str]) -> Option<(String, StartExecResults)> {
+        let primed = self.2.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+        let same =
+            primed.argv.len() == argv.len() && primed.argv.iter().zip(argv).all(|(a, b)| a == b);
+        (same && primed.at.elapsed() < PRIMED_FRESH).then_some((primed.exec_id, primed.started))
+    }
+
+    /// Whether a command is primed.
+    pub fn primed(&self) -> bool {
+        self.2.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    /// Lets the primed command go, if any.
+    pub fn unprime(&self) {
+        self.2.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 
     /// Runs `script` (with `args` as its `$1`...) as root in a subshell, then keeps its
@@ -228,6 +287,52 @@ async fn started(docker: &Docker, container: &str) -> Option<Standby> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn primed(pool: &Standbys, argv: &[&str], age: Duration) {
+        *pool.2.lock().unwrap() = Some(Primed {
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            at: Instant::now() - age,
+            exec_id: "e1".into(),
+            started: StartExecResults::Detached,
+        });
+    }
+
+    /// A primed command is taken only by the very same command line, and only while fresh;
+    /// one asked for with another line, or too late, is let go, never taken later.
+    #[test]
+    fn a_primed_command_is_taken_only_by_its_own_line_while_fresh() {
+        let pool = Standbys::default();
+        primed(&pool, &["sh", "-c", "perf record -F 99"], Duration::ZERO);
+        assert!(pool.primed());
+        let taken = pool.take_primed(&["sh", "-c", "perf record -F 99"]);
+        assert_eq!(taken.map(|(id, _)| id).as_deref(), Some("e1"));
+        assert!(!pool.primed());
+
+        primed(&pool, &["sh", "-c", "perf record -F 99"], Duration::ZERO);
+        assert!(pool
+            .take_primed(&["sh", "-c", "perf record -F 999"])
+            .is_none());
+        assert!(!pool.primed(), "let go once another line was asked for");
+        assert!(pool
+            .take_primed(&["sh", "-c", "perf record -F 99"])
+            .is_none());
+
+        primed(
+            &pool,
+            &["sh", "-c", "perf record -F 99", "x"],
+            Duration::ZERO,
+        );
+        assert!(pool
+            .take_primed(&["sh", "-c", "perf record -F 99"])
+            .is_none());
+
+        primed(&pool, &["sh"], PRIMED_FRESH + Duration::from_millis(1));
+        assert!(pool.take_primed(&["sh"]).is_none(), "too old to be taken");
+
+        primed(&pool, &["sh"], Duration::ZERO);
+        pool.release();
+        assert!(!pool.primed());
+    }
 
     /// The standby's script as a container's `sh` runs it, here: the command sent as lines
     /// (an argument with a newline and a quote in it) runs once the end line comes, with

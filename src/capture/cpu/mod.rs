@@ -7,23 +7,25 @@ mod results;
 use super::command::{self, Launch, RunAs};
 use super::kept::Again;
 use super::manifest::{manifest_for, ManifestBase};
+use super::record_script::RecorderStart;
 use super::run::{placed, Run};
 use super::session::Recording;
-use super::{jit, locate, locate_ahead, reclaiming, Ahead, Located, Target};
+use super::{jit, locate, locate_ahead, reclaiming, Ahead, Located, Primer, Target};
 use crate::engines::asprof::{release, AsprofEngine, AsprofMode, AsprofSource};
-use crate::engines::perf::PerfEngine;
+use crate::engines::perf::{self, PerfEngine};
 use crate::engines::pprof::{PprofEngine, PprofKind};
 use crate::engines::pyspy::PySpyEngine;
 use crate::engines::{CollectJob, Collected, Engine, Reach, RecordCommand, RecordJob};
 use crate::error::{Error, Result};
 use crate::profile::stacks;
-use crate::runtime::{jvm, python_perf_trampolines, Runtime};
+use crate::runtime::{self, jvm, python_perf_trampolines, Runtime};
 use crate::settings::{AsprofOptions, CaptureMode, CpuSettings, EngineSpec, PythonOptions};
 use crate::signals::Interrupts;
 use crate::store::{self, CommandRecord, Manifest};
 use crate::text::first_line;
 use results::{advise, no_samples, write_graphs};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Fewer samples than this and the flamegraph is mostly noise.
@@ -57,7 +59,9 @@ async fn run_cpu_window(settings: &CpuSettings, interrupts: &mut Interrupts) -> 
     // Where perf will most likely record in the container, its version and access trial
     // and the workdir are asked for beside the process's probe, not after it.
     let ahead = match settings.engine {
-        EngineSpec::Auto { .. } | EngineSpec::Perf => Ahead::perf_in(settings.placement.mode),
+        EngineSpec::Auto { .. } | EngineSpec::Perf => {
+            Ahead::perf_primed(settings.placement.mode, perf_primer(settings))
+        }
         _ => Ahead::Nothing,
     };
     let located = locate_ahead(&settings.target, &settings.process, ahead).await?;
@@ -66,6 +70,48 @@ async fn run_cpu_window(settings: &CpuSettings, interrupts: &mut Interrupts) -> 
         run_located(located, settings, interrupts).await
     })
     .await
+}
+
+/// The perf recorder this capture starts, for the probe's standby to start before the
+/// trial answers (perf's start-up, 0.2-0.4 s on a loaded host, then runs beside the
+/// process's probe and the trial instead of after them). None for a command run, in a
+/// session, where sysctls are lowered after the probe, and under auto for a process whose
+/// name says JVM or Python (another engine most likely records it).
+fn perf_primer(settings: &CpuSettings) -> Option<Primer> {
+    if settings.command.is_some() || settings.placement.allow_sysctl || super::gate::in_session() {
+        return None;
+    }
+    let auto = matches!(settings.engine, EngineSpec::Auto { .. });
+    let (duration, frequency, call_graph) =
+        (settings.duration, settings.frequency, settings.call_graph);
+    Some(Arc::new(move |perf, facts, pid, workdir| {
+        let process = facts.processes.iter().find(|p| p.pid == pid)?;
+        let guess = runtime::of_program(process.program(), &Default::default());
+        if auto && matches!(guess, Runtime::Jvm | Runtime::Python) {
+            return None;
+        }
+        let job = RecordJob {
+            pid,
+            workdir: workdir.to_string(),
+            duration,
+            frequency,
+            call_graph,
+            process: Default::default(),
+        };
+        let argv = perf::likely_record_argv(perf, facts, &job);
+        let engine = PerfEngine::default();
+        let plan = RecorderStart {
+            argv: &argv,
+            workdir,
+            duration,
+            enable_on_release: engine.recorder_enables_on_release(),
+            until_command_ends: false,
+            stops_itself: engine.recorder_stops_itself(),
+            in_session: false,
+        }
+        .plan();
+        Some(plan.exec_argv().map(str::to_string).to_vec())
+    }))
 }
 
 async fn run_located(

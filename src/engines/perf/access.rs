@@ -225,7 +225,6 @@ fn judge_trial(
     facts: &ContainerFacts,
     pid: u32,
 ) -> Result<Access> {
-    let mut notes = Vec::new();
     if !out.success() {
         return Err(failure(
             container,
@@ -238,6 +237,13 @@ fn judge_trial(
     let cycles_ok = stats.iter().any(|(name, status)| {
         name.starts_with("cycles") && matches!(status, EventStatus::Counted(_))
     });
+    Ok(access_with(cycles_ok, facts))
+}
+
+/// What a trial that passed answers: cycles where they counted, else cpu-clock; and the
+/// notes.
+fn access_with(cycles_ok: bool, facts: &ContainerFacts) -> Access {
+    let mut notes = Vec::new();
     let event = if cycles_ok {
         "cycles".to_string()
     } else {
@@ -252,7 +258,14 @@ fn judge_trial(
             facts.kptr_restrict.unwrap_or_default()
         ));
     }
-    Ok(Access { event, notes })
+    Access { event, notes }
+}
+
+/// What the trial will most likely answer when it passes, from the facts alone: cycles
+/// where a PMU in sysfs names them, else cpu-clock. A recorder started before the trial
+/// answers samples this; it is used only if the trial then answers the same.
+pub fn likely_access(facts: &ContainerFacts) -> Access {
+    access_with(facts.pmu_cycles, facts)
 }
 
 #[cfg(test)]

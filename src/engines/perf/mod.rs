@@ -12,8 +12,8 @@ pub mod tool;
 
 pub use crate::text::first_error_line;
 pub use access::{
-    check_access, diagnose_denial, failure, is_mlock_error, is_permission_error, parse_stat_csv,
-    version_and_trial, Access, Denial, EventStatus,
+    check_access, diagnose_denial, failure, is_mlock_error, is_permission_error, likely_access,
+    parse_stat_csv, version_and_trial, Access, Denial, EventStatus,
 };
 pub use native::NATIVE as NATIVE_FOLD;
 pub use report::{parse_record_report, RecordReport};
@@ -84,10 +84,37 @@ impl PerfEngine {
 /// container has one; None where it has none.
 pub async fn ask_ahead(shell: &Shell, facts: &ContainerFacts, pid: u32) -> Option<Asked> {
     let first = perf_candidates(facts).into_iter().next()?;
+    // Where the probe asked the version already, only the trial is left to ask.
+    let answer = match tool_ahead(facts) {
+        Some(perf) => check_access(shell, &perf.path, facts, pid)
+            .await
+            .map(|access| Some((perf, access))),
+        None => version_and_trial(shell, &first, facts, pid).await,
+    };
     Some(Asked {
         container: shell.container().to_string(),
-        answer: version_and_trial(shell, &first, facts, pid).await,
+        answer,
     })
+}
+
+/// The perf tried first, as its answer to the version query a probe asked ahead read
+/// (`ContainerFacts::probe_for_perf`); None where the probe did not ask or it did not
+/// answer.
+pub fn tool_ahead(facts: &ContainerFacts) -> Option<PerfTool> {
+    let first = perf_candidates(facts).into_iter().next()?;
+    let answer = facts.perf_ahead.version_answer(&first)?;
+    PerfTool::from_build_options(&first, answer)
+}
+
+/// The command line of the perf CPU recorder `job` asks for, sampling what the trial most
+/// likely answers (`likely_access`): the recorder a capture may start before the trial
+/// answers, and takes only if its own command line is the same.
+pub fn likely_record_argv(perf: PerfTool, facts: &ContainerFacts, job: &RecordJob) -> Vec<String> {
+    let ready = PerfReady {
+        perf,
+        access: likely_access(facts),
+    };
+    PerfEngine::default().record_command(&ready, job).argv
 }
 
 /// A perf that may record the process, and the event it samples.
