@@ -217,9 +217,9 @@ pub async fn locate_ahead(
     };
     let asked = async {
         // Where the container has no perf, a perf capture fails in `prepare` (and auto
-        // moves to a sidecar): nothing is made in it.
+        // moves to a sidecar): nothing is made in it (the probe made no workdir either).
         if !perf_here {
-            return (None, probed_workdir.clone());
+            return (None, None);
         }
         // Bounded: an engine other than perf may be chosen once the probe is read, and
         // must not wait on a perf that hangs. Unanswered in time, `prepare` asks.

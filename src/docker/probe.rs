@@ -63,7 +63,8 @@ const CYCLES_RECORD: &str = "pmu_cycles";
 /// answer to `version --build-options`, so that the recorder's command line is known as
 /// soon as the probe answers.
 const PERF_VERSION_RECORD: &str = "perf_version";
-/// The same probe's workdir, made by `mktemp -d` (the workdir every capture needs).
+/// The same probe's workdir, made by `mktemp -d` where it found a perf (the workdir every
+/// capture needs; none is made in a container perf cannot record from).
 const WORKDIR_RECORD: &str = "workdir";
 /// The most of perf's version answer read (Debian's is under 2 KiB).
 const VERSION_LIMIT: usize = 16 * 1024;
@@ -100,7 +101,7 @@ for d in PERF_DIRS /usr/lib/linux-tools-* /usr/lib/linux-tools/*; do
     "$f" version --build-options 2>/dev/null </dev/null | enc VERSION_LIMIT; echo
   done
 done
-if [ "$ahead" = perf ]; then
+if [ "$ahead" = perf ] && [ "$seen" != " " ]; then
   printf 'WORKDIR_RECORD\t'; printf '%s' "$(mktemp -d /tmp/devprof.XXXXXXXX 2>/dev/null)" | enc NAME_LIMIT; echo
 fi
 self=$$
