@@ -531,6 +531,21 @@ fn the_recorder_and_the_commands_after_the_window_run_on_standbys_that_do_not_st
     assert!(out.status.success(), "{stderr}");
     // The recorder was started on the container probe's standby, before the trial answered.
     assert!(stderr.contains("recorder started ahead"), "{stderr}");
+    // Where no PMU names cycles (this project's VMs), the trial could only answer
+    // cpu-clock: the recorder's events, opened, answer for it, and no trial runs.
+    let pmu_cycles = docker_ok(&[
+        "exec",
+        &name,
+        "sh",
+        "-c",
+        "ls /sys/bus/event_source/devices/*/events/cpu-cycles \
+         /sys/bus/event_source/devices/*/events/cpu_cycles 2>/dev/null; true",
+    ]);
+    assert_eq!(
+        stderr.contains("recorder ready ahead, its access proven"),
+        pmu_cycles.trim().is_empty(),
+        "PMU cycles: {pmu_cycles:?}; {stderr}"
+    );
     let until = docker_ok(&["system", "info", "--format", "{{.SystemTime}}"]);
     let started = docker_ok(&[
         "events",

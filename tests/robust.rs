@@ -168,9 +168,9 @@ fn host_sysctls() -> (String, String) {
     (read("perf_event_paranoid"), read("kptr_restrict"))
 }
 
-/// Replaces every perf in the container with one whose trial is refused while the
-/// host's perf_event_paranoid is above -1, as a kernel that demands it would; the real
-/// perf does the rest.
+/// Replaces every perf in the container with one that is refused its events (its trial,
+/// `stat`, and its recorder, `record`, wherever the subcommand stands) while the host's perf_event_paranoid is above -1,
+/// as a kernel that demands it would; the real perf does the rest.
 const DEMANDING_PERF: &str = r#"
 set -e
 real=$(ls /usr/bin/perf_[0-9]* 2>/dev/null | head -n1)
@@ -178,7 +178,8 @@ real=$(ls /usr/bin/perf_[0-9]* 2>/dev/null | head -n1)
 mv "$real" /usr/bin/real-perf
 cat > /usr/bin/perf-shim <<'EOS'
 #!/bin/sh
-if [ "$1" = stat ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" != -1 ]; then
+case " $* " in *" stat "*|*" record "*) opens=1;; *) opens=;; esac
+if [ -n "$opens" ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" != -1 ]; then
   echo "Error: No permission to enable cpu-clock event." >&2
   exit 255
 fi

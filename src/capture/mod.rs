@@ -38,6 +38,7 @@ use crate::runtime::{self, ProcessFacts, Runtime};
 use crate::settings::{CaptureMode, Placement};
 use crate::symbols::binary::GoBinary;
 use crate::text::first_line;
+use record_script::{EVENTS_OPEN_MARKER, READY_MARKER};
 use std::sync::Arc;
 
 /// The recorder's pidfile in a capture's workdir, written by the shell that becomes the
@@ -109,6 +110,10 @@ pub async fn reclaiming<T>(
 
 /// Longest perf's answers asked ahead may take (its trial counts for 0.1 s at most).
 const AHEAD_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Longest a capture waits for its primed recorder to be ready before it asks the trial
+/// instead: well within the 5 s a primed recorder may wait to be taken.
+const PRIMED_READY_LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// What `locate` asks of the container beside the process's probe, for the engine the
 /// capture will most likely use: execs that would otherwise come one after another.
@@ -224,6 +229,27 @@ pub async fn locate_ahead(
         // Bounded: an engine other than perf may be chosen once the probe is read, and
         // must not wait on a perf that hangs. Unanswered in time, `prepare` asks.
         let answer = async {
+            // A primed recorder that opened its events answers what the trial would, where
+            // the trial could answer only that (`perf::proven_by_recorder`): one exec and
+            // one perf start less. Where it did not, the trial judges.
+            if primed {
+                let proven = perf::proven_by_recorder(&shell, &facts, async {
+                    let before = shell
+                        .standbys()
+                        .primed_ready(READY_MARKER, PRIMED_READY_LIMIT)
+                        .await;
+                    before.is_some_and(|printed| {
+                        printed
+                            .split(|&b| b == b'\n')
+                            .any(|line| line == EVENTS_OPEN_MARKER.as_bytes())
+                    })
+                })
+                .await;
+                if let Some(proven) = proven {
+                    crate::ui::phases::mark("recorder ready ahead, its access proven");
+                    return Some(proven);
+                }
+            }
             tokio::time::timeout(AHEAD_LIMIT, perf::ask_ahead(&shell, &facts, process.pid))
                 .await
                 .ok()

@@ -14,6 +14,11 @@ pub const START_MARKER: &str = "devprof-recorder-started";
 /// The line the record script prints once it runs and waits to be released.
 pub const READY_MARKER: &str = "devprof-recorder-ready";
 
+/// The line a controlled start prints right before `READY_MARKER`: perf is up with its
+/// events opened on the target (disabled), so the rights to record it are proven. The
+/// ordinary start says it is ready before perf runs, and prints no such line.
+pub const EVENTS_OPEN_MARKER: &str = "devprof-recorder-events-open";
+
 /// A shell function: `wait_until NS` sleeps until NS (ns since the Unix epoch) by the
 /// container's clock, which is its kernel's (this host's, for a local engine). It fails,
 /// without waiting, when `date` gives no nanoseconds (busybox) or NS is more than 5 s
@@ -206,7 +211,7 @@ pub fn record_script(
            if ! kill -0 $p 2>/dev/null; then wait $p; rc=$?; cat {err} >&2; exit $rc; fi; \
            i=$((i+1)); [ $i -lt 3000 ] || break; sleep 0.02; \
          done; \
-         echo {READY_MARKER}; \
+         echo {EVENTS_OPEN_MARKER}; echo {READY_MARKER}; \
          read _go || {{ kill -INT $p; wait $p; exit 0; }}; \
          {wait}echo enable 1<> {ctl}; {timer}echo {START_MARKER}; \
          wait $p; rc=$?; {timer_end}cat {err} >&2; case $rc in 130|143) rc=0;; esac; exit $rc",
@@ -353,6 +358,9 @@ mod tests {
             .unwrap();
         let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), EVENTS_OPEN_MARKER);
+        line.clear();
         out.read_line(&mut line).unwrap();
         assert_eq!(line.trim(), READY_MARKER);
         assert!(

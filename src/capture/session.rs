@@ -194,8 +194,10 @@ pub fn grace(window: Duration) -> (Duration, Duration) {
     )
 }
 
-/// Two shells for the commands after the window (its reads, clean-up), started before its end
-/// in a window of at least `STANDBY_MIN_WINDOW` (their starts' CPU is the window's too).
+/// Shells for the commands after the window (the recording's copy, the reads beside it,
+/// the clean-up: `STANDBYS_AFTER`), started before its end in a window of at least
+/// `STANDBY_MIN_WINDOW` (their starts' CPU is the window's too).
+const STANDBYS_AFTER: usize = 3;
 const STANDBY_LEAD: Duration = Duration::from_secs(1);
 const STANDBY_MIN_WINDOW: Duration = Duration::from_secs(5);
 
@@ -347,7 +349,7 @@ pub async fn record(
             }
             _ = &mut standbys_due, if !standbys_started => {
                 standbys_started = true;
-                shell.start_standbys(2);
+                shell.start_standbys(STANDBYS_AFTER);
             }
             _ = tokio::time::sleep(Duration::from_millis(100)) => {
                 state.tick(&task, grace + last_grace)?;

@@ -26,6 +26,17 @@ pub struct CopyLimit {
 }
 
 impl CopyLimit {
+    /// The error for `size` bytes of `entry` brought out of `container`, past this limit.
+    pub fn exceeded(&self, container: &str, entry: &str, size: u64) -> Error {
+        Error::CopyTooLarge {
+            container: container.to_string(),
+            entry: entry.to_string(),
+            size,
+            limit: self.bytes,
+            what: self.what,
+        }
+    }
+
     pub const HEAP_DUMP: CopyLimit = CopyLimit {
         bytes: 1 << 30,
         what: "a heap dump",
@@ -276,13 +287,7 @@ impl Docker {
                 Ok(bytes) => {
                     received = received.saturating_add(bytes.len() as u64);
                     if received > stream_limit {
-                        fetch_error = Some(Error::CopyTooLarge {
-                            container: container.to_string(),
-                            entry: source.to_string(),
-                            size: received,
-                            limit: limit.bytes,
-                            what: limit.what,
-                        });
+                        fetch_error = Some(limit.exceeded(container, source, received));
                         break;
                     }
                     if tx.send(bytes).await.is_err() {

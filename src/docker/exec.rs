@@ -56,6 +56,79 @@ fn after_line<'a>(text: &'a [u8], line: &str) -> Option<&'a [u8]> {
     None
 }
 
+/// The most standard output a command may print before its ready line: a recorder's
+/// script prints a line or two there.
+const BEFORE_READY_LIMIT: usize = 1 << 20;
+
+/// An attached exec's output stream, as the engine's start gives it.
+pub(super) type OutputStream = std::pin::Pin<
+    Box<
+        dyn futures_util::Stream<
+                Item = std::result::Result<bollard::container::LogOutput, bollard::errors::Error>,
+            > + Send,
+    >,
+>;
+
+/// What a started exec printed up to its ready line (`read_until_ready`).
+pub(super) struct UntilReady {
+    /// Whether the ready line came: else the exec ended, its stream failed (`failed`), or
+    /// it printed more than `BEFORE_READY_LIMIT` first.
+    pub ready: bool,
+    /// Standard output before the ready line (all of it, where none came).
+    pub before: Vec<u8>,
+    /// Standard output after the ready line, in the frame that held it.
+    pub after: Vec<u8>,
+    /// Standard error so far (bounded).
+    pub stderr: Vec<u8>,
+    pub failed: Option<bollard::errors::Error>,
+}
+
+/// Reads `output` until a whole line equal to `ready_line`.
+pub(super) async fn read_until_ready(output: &mut OutputStream, ready_line: &str) -> UntilReady {
+    let mut until = UntilReady {
+        ready: false,
+        before: Vec::new(),
+        after: Vec::new(),
+        stderr: Vec::new(),
+        failed: None,
+    };
+    while let Some(frame) = output.next().await {
+        match frame {
+            Err(e) => {
+                until.failed = Some(e);
+                break;
+            }
+            Ok(bollard::container::LogOutput::StdOut { message }) => {
+                until.before.extend_from_slice(&message);
+                if let Some(rest) = after_line(&until.before, ready_line) {
+                    until.after = rest.to_vec();
+                    let cut = until.before.len() - rest.len() - ready_line.len() - 1;
+                    until.before.truncate(cut);
+                    until.ready = true;
+                    break;
+                }
+                if until.before.len() > BEFORE_READY_LIMIT {
+                    break;
+                }
+            }
+            Ok(bollard::container::LogOutput::StdErr { message }) => {
+                keep_stderr(&mut until.stderr, &message);
+            }
+            Ok(_) => {}
+        }
+    }
+    until
+}
+
+/// How a command an exec runs came to be started.
+enum Origin {
+    /// Started now.
+    New,
+    /// Primed before (`Standbys::prime`); read to its ready line already where that is
+    /// given.
+    Primed(Option<UntilReady>),
+}
+
 impl Docker {
     /// Creates and starts `argv` in the container, attached to its output, and to its
     /// stdin when `stdin` (the caller writes to the `input` of the result).
@@ -154,8 +227,8 @@ impl Docker {
     }
 
     /// `start_exec`, on a standby of `standbys` where one waits (as root only), or taking
-    /// the command primed on one where it is `argv` (with its stdin); true with it when it
-    /// was. Without `stdin`, a standby's stdin ends with the command, as a new exec's has
+    /// the command primed on one where it is `argv` (with its stdin): how it started with
+    /// it. Without `stdin`, a standby's stdin ends with the command, as a new exec's has
     /// none. Only in a container running unpaused: a paused one would hold the command (its
     /// frozen shell never reads it) where the engine refuses a new exec at once, and a
     /// stopped one took its standbys with it.
@@ -166,7 +239,7 @@ impl Docker {
         argv: &[&str],
         stdin: bool,
         standbys: Option<&Standbys>,
-    ) -> Result<((String, StartExecResults), bool)> {
+    ) -> Result<((String, StartExecResults), Origin)> {
         let root = standbys.filter(|_| user == Some(ROOT));
         let wanted = root.filter(|s| s.waiting() || (stdin && s.primed()));
         let usable = match wanted {
@@ -179,8 +252,10 @@ impl Docker {
             },
             None => None,
         };
-        if let Some(primed) = usable.filter(|_| stdin).and_then(|s| s.take_primed(argv)) {
-            return Ok((primed, true));
+        if let Some((exec_id, started, read)) =
+            usable.filter(|_| stdin).and_then(|s| s.take_primed(argv))
+        {
+            return Ok(((exec_id, started), Origin::Primed(read)));
         }
         let on_standby = match usable.filter(|s| s.waiting()) {
             Some(standbys) => standbys.run(argv).await,
@@ -192,11 +267,14 @@ impl Docker {
                 let _ = input.shutdown().await;
                 Ok((
                     (exec_id, StartExecResults::Attached { output, input }),
-                    false,
+                    Origin::New,
                 ))
             }
-            Some(started) => Ok((started, false)),
-            None => Ok((self.start_exec(container, user, argv, stdin).await?, false)),
+            Some(started) => Ok((started, Origin::New)),
+            None => Ok((
+                self.start_exec(container, user, argv, stdin).await?,
+                Origin::New,
+            )),
         }
     }
 
@@ -221,10 +299,14 @@ impl Docker {
         go: impl std::future::Future<Output = String>,
         standbys: Option<&Standbys>,
     ) -> Result<ExecOutput> {
-        let ((mut exec_id, mut started), mut primed) = self
+        let ((mut exec_id, mut started), origin) = self
             .start_exec_or_take(container, user, argv, true, standbys)
             .await?;
-        let (mut output, mut input, mut stderr, mut seen, mut ready);
+        let (mut primed, mut read_ahead) = match origin {
+            Origin::New => (false, None),
+            Origin::Primed(read) => (true, read),
+        };
+        let (mut output, mut input, mut until);
         loop {
             let StartExecResults::Attached {
                 output: out,
@@ -234,43 +316,30 @@ impl Docker {
                 return self.stream_exec(container, exec_id, started, sink).await;
             };
             (output, input) = (out, inp);
-            (stderr, seen, ready) = (Vec::new(), Vec::new(), false);
-            while let Some(frame) = output.next().await {
-                let frame = match frame {
-                    Ok(frame) => frame,
-                    // As one that ended: started again below.
-                    Err(_) if primed => break,
-                    Err(e) => {
-                        return Err(api_error(&format!("read exec output in {container}"), e))
-                    }
-                };
-                match frame {
-                    bollard::container::LogOutput::StdOut { message } => {
-                        seen.extend_from_slice(&message);
-                        if let Some(rest) = after_line(&seen, ready_line) {
-                            let rest = Bytes::copy_from_slice(rest);
-                            if !rest.is_empty() {
-                                let _ = sink.send(rest).await;
-                            }
-                            ready = true;
-                            break;
-                        }
-                    }
-                    bollard::container::LogOutput::StdErr { message } => {
-                        keep_stderr(&mut stderr, &message);
-                    }
-                    _ => {}
-                }
-            }
-            // A command started ahead that ended before it was ready is not this start's
-            // answer (what it found may have changed since, a lowered sysctl say): the
-            // command is started again, as it would have been without it.
-            if ready || !primed {
+            until = match read_ahead.take() {
+                Some(read) => read,
+                None => read_until_ready(&mut output, ready_line).await,
+            };
+            // A command started ahead that ended before it was ready (or whose stream
+            // failed) is not this start's answer (what it found may have changed since, a
+            // lowered sysctl say): the command is started again, as it would have been
+            // without it.
+            if until.ready || !primed {
                 break;
             }
             ((exec_id, started), primed) =
                 (self.start_exec(container, user, argv, true).await?, false);
         }
+        if let Some(e) = until.failed.take() {
+            return Err(api_error(&format!("read exec output in {container}"), e));
+        }
+        let ready = until.ready;
+        if ready && !until.after.is_empty() {
+            let _ = sink
+                .send(Bytes::from(std::mem::take(&mut until.after)))
+                .await;
+        }
+        let (mut stderr, seen) = (until.stderr, until.before);
         if ready {
             let _ = running.send(());
             let line = go.await;
@@ -388,6 +457,90 @@ async fn collect_at_most(mut rx: mpsc::Receiver<Bytes>, limit: usize) -> (Vec<u8
     (out, false)
 }
 
+/// The script that prints the file `$1` whole, only where it is a regular file (never
+/// through a symlink, never a fifo or a device: the container may change what lies at a
+/// path), then says on stderr that it did.
+const CAT_REGULAR: &str = "[ -f \"$1\" ] && [ ! -L \"$1\" ] || exit 66; \
+     cat -- \"$1\" && echo devprof-copied-whole >&2";
+
+/// What `CAT_REGULAR` says once its `cat` succeeded.
+const COPIED_WHOLE: &str = "devprof-copied-whole";
+
+impl Docker {
+    /// Copies the regular file `path` out of the container into `dest` (made new) with
+    /// `cat` as root, on a standby of `standbys` where one waits: one exec that is often
+    /// started already, where the archive API costs the engine a process of its own for
+    /// each copy. More than `limit` fails, and the stream is cut there. Ok(false) where the
+    /// container did not give the file whole (none there, not a regular file, no `cat`, no
+    /// exec in a container stopped or paused, a stream cut): `dest` is then removed, and
+    /// the caller may ask the archive API, which reads a stopped container's files too.
+    async fn copy_file_out(
+        &self,
+        container: &str,
+        path: &str,
+        dest: &std::path::Path,
+        limit: super::archive::CopyLimit,
+        standbys: Option<&Standbys>,
+    ) -> Result<bool> {
+        let argv = ["sh", "-c", CAT_REGULAR, "sh", path];
+        let Ok(((_, StartExecResults::Attached { mut output, .. }), _)) = self
+            .start_exec_or_take(container, Some(ROOT), &argv, false, standbys)
+            .await
+        else {
+            return Ok(false);
+        };
+        let file = std::fs::File::create_new(dest)
+            .map_err(|e| Error::io(format!("create {}", dest.display()), e))?;
+        let (tx, mut reader) = pipe::channel();
+        let writing = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            let mut writer = BufWriter::with_capacity(1 << 20, file);
+            std::io::copy(&mut reader, &mut writer)?;
+            std::io::Write::flush(&mut writer)
+        });
+        let (mut received, mut stderr, mut failed, mut cut) = (0u64, Vec::new(), None, false);
+        while let Some(frame) = output.next().await {
+            match frame {
+                Ok(bollard::container::LogOutput::StdOut { message }) => {
+                    received = received.saturating_add(message.len() as u64);
+                    if received > limit.bytes {
+                        failed = Some(limit.exceeded(container, path, received));
+                        break;
+                    }
+                    if tx.send(message).await.is_err() {
+                        break; // the writer stopped (it says why)
+                    }
+                }
+                Ok(bollard::container::LogOutput::StdErr { message }) => {
+                    keep_stderr(&mut stderr, &message);
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    cut = true;
+                    break;
+                }
+            }
+        }
+        // Dropping the stream ends a copy cut short.
+        drop((tx, output));
+        let written = writing
+            .await
+            .map_err(|e| Error::io("copy task", std::io::Error::other(e)))
+            .and_then(|w| w.map_err(|e| Error::io(format!("write {}", dest.display()), e)));
+        let whole = !cut
+            && String::from_utf8_lossy(&stderr)
+                .lines()
+                .any(|l| l == COPIED_WHOLE);
+        let outcome = match (failed, written) {
+            (Some(e), _) | (None, Err(e)) => Err(e),
+            (None, Ok(())) => Ok(whole),
+        };
+        if !matches!(outcome, Ok(true)) {
+            let _ = std::fs::remove_file(dest);
+        }
+        outcome
+    }
+}
+
 /// Running commands in one container. Capture recipes are written against this trait so
 /// their decisions can be exercised with scripted answers.
 pub trait ContainerShell: Sync {
@@ -431,6 +584,20 @@ impl Shell {
 
     pub fn standbys(&self) -> &Standbys {
         &self.standbys
+    }
+
+    /// Copies the regular file `path` out of the container into `dest` (made new) with
+    /// `cat`, on a standby where one waits (`Docker::copy_file_out`); Ok(false) where the
+    /// container did not give it whole.
+    pub async fn copy_file_out(
+        &self,
+        path: &str,
+        dest: &std::path::Path,
+        limit: super::archive::CopyLimit,
+    ) -> Result<bool> {
+        self.docker
+            .copy_file_out(&self.container, path, dest, limit, Some(&self.standbys))
+            .await
     }
 
     /// Runs `script` (`args` its `$1`...) as root and keeps its shell as a standby for the
@@ -510,6 +677,44 @@ impl Shell {
 #[cfg(test)]
 mod tests {
     use super::{after_line, collect_at_most, mpsc, Bytes};
+
+    /// The copy's script, run by this host's sh: a regular file comes whole with the
+    /// word that says so; a symlink, a fifo (which would block a `cat`) or nothing at the
+    /// path gives nothing, at once.
+    #[test]
+    fn the_copy_script_prints_only_a_regular_file_and_says_when_it_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("perf.data");
+        std::fs::write(&file, b"PERFILE2\0bytes").unwrap();
+        std::os::unix::fs::symlink(&file, dir.path().join("link")).unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let run = |path: &std::path::Path| {
+            std::process::Command::new("timeout")
+                .args(["10", "sh", "-c", super::CAT_REGULAR, "sh"])
+                .arg(path)
+                .output()
+                .unwrap()
+        };
+        let whole = run(&file);
+        assert_eq!(whole.stdout, b"PERFILE2\0bytes");
+        assert_eq!(
+            String::from_utf8_lossy(&whole.stderr).trim(),
+            super::COPIED_WHOLE
+        );
+        for refused in [dir.path().join("link"), fifo, dir.path().join("missing")] {
+            let out = run(&refused);
+            assert_eq!(out.status.code(), Some(66), "{refused:?}");
+            assert!(
+                out.stdout.is_empty() && out.stderr.is_empty(),
+                "{refused:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_ready_line_is_found_whole_and_what_follows_it_is_kept() {

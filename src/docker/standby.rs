@@ -8,6 +8,7 @@
 //! the capture knows it will run it (the recorder, before the access trial answers): a
 //! later start of the very same command line takes it.
 
+use super::exec::{read_until_ready, UntilReady};
 use super::{Docker, ROOT};
 use crate::text::quote;
 use bollard::exec::StartExecResults;
@@ -80,6 +81,8 @@ struct Primed {
     at: Instant,
     exec_id: String,
     started: StartExecResults,
+    /// Its output up to its ready line, where that was waited for (`primed_ready`).
+    read: Option<UntilReady>,
 }
 
 /// How long a primed command may wait to be taken: a primed recorder's `sleep` outlasts
@@ -148,17 +151,46 @@ impl Standbys {
             at: Instant::now(),
             exec_id,
             started,
+            read: None,
         });
         true
     }
 
-    /// The primed command, when it is `argv` and still fresh; one that is not is let go
-    /// (nothing will take it).
-    pub fn take_primed(&self, argv: &[&str]) -> Option<(String, StartExecResults)> {
+    /// Waits, at most `limit`, for the primed command to print `ready_line`, and returns
+    /// what it printed on its stdout before it; None where it ended (or failed, or was not
+    /// ready in time) first: it is then let go. A start that takes it later does not wait
+    /// for the line again.
+    pub async fn primed_ready(&self, ready_line: &str, limit: Duration) -> Option<Vec<u8>> {
+        // Out of the slot while it is read: nothing else takes it meanwhile.
+        let mut primed = self.2.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+        let StartExecResults::Attached { output, .. } = &mut primed.started else {
+            return None;
+        };
+        let read = tokio::time::timeout(limit, read_until_ready(output, ready_line))
+            .await
+            .ok()
+            .filter(|read| read.ready)?;
+        let before = read.before.clone();
+        primed.read = Some(read);
+        *self.2.lock().unwrap_or_else(|e| e.into_inner()) = Some(primed);
+        Some(before)
+    }
+
+    /// The primed command, when it is `argv` and still fresh (with its output up to its
+    /// ready line, where that was read already); one that is not is let go (nothing will
+    /// take it).
+    pub(super) fn take_primed(
+        &self,
+        argv: &[&str],
+    ) -> Option<(String, StartExecResults, Option<UntilReady>)> {
         let primed = self.2.lock().unwrap_or_else(|e| e.into_inner()).take()?;
         let same =
             primed.argv.len() == argv.len() && primed.argv.iter().zip(argv).all(|(a, b)| a == b);
-        (same && primed.at.elapsed() < PRIMED_FRESH).then_some((primed.exec_id, primed.started))
+        (same && primed.at.elapsed() < PRIMED_FRESH).then_some((
+            primed.exec_id,
+            primed.started,
+            primed.read,
+        ))
     }
 
     /// Whether a command is primed.
@@ -294,6 +326,7 @@ mod tests {
             at: Instant::now() - age,
             exec_id: "e1".into(),
             started: StartExecResults::Detached,
+            read: None,
         });
     }
 
@@ -305,7 +338,7 @@ mod tests {
         primed(&pool, &["sh", "-c", "perf record -F 99"], Duration::ZERO);
         assert!(pool.primed());
         let taken = pool.take_primed(&["sh", "-c", "perf record -F 99"]);
-        assert_eq!(taken.map(|(id, _)| id).as_deref(), Some("e1"));
+        assert_eq!(taken.map(|(id, _, _)| id).as_deref(), Some("e1"));
         assert!(!pool.primed());
 
         primed(&pool, &["sh", "-c", "perf record -F 99"], Duration::ZERO);
@@ -332,6 +365,67 @@ mod tests {
         primed(&pool, &["sh"], Duration::ZERO);
         pool.release();
         assert!(!pool.primed());
+    }
+
+    /// A primed command whose output is `frames` (stdout, stderr).
+    fn primed_printing(pool: &Standbys, argv: &[&str], frames: &[(&str, &str)]) {
+        use bollard::container::LogOutput;
+        let frames: Vec<_> = frames
+            .iter()
+            .flat_map(|(out, err)| {
+                [
+                    LogOutput::StdOut {
+                        message: out.to_string().into(),
+                    },
+                    LogOutput::StdErr {
+                        message: err.to_string().into(),
+                    },
+                ]
+            })
+            .map(Ok::<_, bollard::errors::Error>)
+            .collect();
+        *pool.2.lock().unwrap() = Some(Primed {
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            at: Instant::now(),
+            exec_id: "e1".into(),
+            started: StartExecResults::Attached {
+                output: Box::pin(futures_util::stream::iter(frames)),
+                input: Box::pin(tokio::io::sink()),
+            },
+            read: None,
+        });
+    }
+
+    /// Waiting for a primed command's ready line gives what it printed before the line,
+    /// and the start that takes it then gets the rest as read (no second wait); one that
+    /// ends before the line is let go.
+    #[tokio::test]
+    async fn a_primed_command_read_to_its_ready_line_keeps_what_came_after() {
+        let pool = Standbys::default();
+        let argv = ["sh", "-c", "record"];
+        primed_printing(
+            &pool,
+            &argv,
+            &[("opened\nre", "warm"), ("ady\nSTART\n", "ing\n")],
+        );
+        let before = pool.primed_ready("ready", Duration::from_secs(5)).await;
+        assert_eq!(before.as_deref(), Some(&b"opened\n"[..]));
+        assert!(pool.primed(), "kept for its start");
+        let (_, _, read) = pool.take_primed(&argv).expect("taken by its own line");
+        let read = read.expect("read to its ready line");
+        assert!(read.ready);
+        assert_eq!(read.after, b"START\n");
+        assert_eq!(read.stderr, b"warm", "stderr up to the ready line");
+
+        primed_printing(&pool, &argv, &[("opened\n", "perf: denied\n")]);
+        assert!(pool
+            .primed_ready("ready", Duration::from_secs(5))
+            .await
+            .is_none());
+        assert!(
+            !pool.primed(),
+            "one that ended before it was ready is let go"
+        );
     }
 
     /// The standby's script as a container's `sh` runs it, here: the command sent as lines

@@ -97,6 +97,29 @@ pub async fn ask_ahead(shell: &Shell, facts: &ContainerFacts, pid: u32) -> Optio
     })
 }
 
+/// What the access trial would answer, where a recorder started ahead sampling
+/// `likely_access`'s event opened its events on the process (`opened` resolves true):
+/// only where the trial could answer nothing else, with no PMU in sysfs naming cycles
+/// (where one does, the trial also asks whether cycles count, and is asked). None where
+/// it is not proven: the trial is asked then.
+pub async fn proven_by_recorder(
+    shell: &Shell,
+    facts: &ContainerFacts,
+    opened: impl std::future::Future<Output = bool>,
+) -> Option<Asked> {
+    if facts.pmu_cycles {
+        return None;
+    }
+    let perf = tool_ahead(facts)?;
+    if !opened.await {
+        return None;
+    }
+    Some(Asked {
+        container: shell.container().to_string(),
+        answer: Ok(Some((perf, likely_access(facts)))),
+    })
+}
+
 /// The perf tried first, as its answer to the version query a probe asked ahead read
 /// (`ContainerFacts::probe_for_perf`); None where the probe did not ask or it did not
 /// answer.
@@ -551,23 +574,33 @@ pub async fn bring_home(
 /// (kept whatever fails after it) and a cut-off copy is never mistaken for one.
 async fn download_data(shell: &Shell, data_in_container: &str, stem: &Stem) -> Result<()> {
     let spinner = progress::spinner("copying perf.data out of the container");
-    let data_name = stem.file_name(PARTIAL_DATA);
-    let source_name = Path::new(data_in_container)
-        .file_name()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DATA_NAME));
-    let downloaded = shell
-        .docker()
-        .download(
-            shell.container(),
-            data_in_container,
-            stem.dir(),
-            CopyLimit::RECORDING,
-            move |entry| (entry == source_name).then(|| PathBuf::from(&data_name)),
-        )
-        .await;
-    spinner.finish_and_clear();
     let partial = stem.path(PARTIAL_DATA);
+    // `cat` on a shell started ahead first; the archive API where that did not give it.
+    let downloaded = match shell
+        .copy_file_out(data_in_container, &partial, CopyLimit::RECORDING)
+        .await
+    {
+        Ok(true) => Ok(Vec::new()),
+        Ok(false) => {
+            let data_name = stem.file_name(PARTIAL_DATA);
+            let source_name = Path::new(data_in_container)
+                .file_name()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(DATA_NAME));
+            shell
+                .docker()
+                .download(
+                    shell.container(),
+                    data_in_container,
+                    stem.dir(),
+                    CopyLimit::RECORDING,
+                    move |entry| (entry == source_name).then(|| PathBuf::from(&data_name)),
+                )
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    spinner.finish_and_clear();
     let whole = downloaded.and_then(|_| {
         std::fs::rename(&partial, stem.path("data")).map_err(|e| {
             Error::io(
