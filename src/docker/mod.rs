@@ -12,6 +12,7 @@ pub mod binary;
 pub mod containers;
 pub mod endpoint;
 pub mod exec;
+mod exec_output;
 pub mod image;
 pub mod logs;
 pub mod pipe;

@@ -8,7 +8,7 @@
 //! the capture knows it will run it (the recorder, before the access trial answers): a
 //! later start of the very same command line takes it.
 
-use super::exec::{read_until_ready, UntilReady};
+use super::exec_output::{read_until_ready, UntilReady};
 use super::{Docker, ROOT};
 use crate::text::quote;
 use bollard::exec::StartExecResults;
