@@ -169,8 +169,9 @@ fn host_sysctls() -> (String, String) {
 }
 
 /// Replaces every perf in the container with one that is refused its events (its trial,
-/// `stat`, and its recorder, `record`, wherever the subcommand stands) while the host's perf_event_paranoid is above -1,
-/// as a kernel that demands it would; the real perf does the rest.
+/// `stat`, and its recorder, `record`, wherever the subcommand stands) while the host's
+/// perf_event_paranoid is above -1, as a kernel that demands it would; the real perf does
+/// the rest.
 const DEMANDING_PERF: &str = r#"
 set -e
 real=$(ls /usr/bin/perf_[0-9]* 2>/dev/null | head -n1)
