@@ -194,10 +194,9 @@ pub fn grace(window: Duration) -> (Duration, Duration) {
     )
 }
 
-/// Shells for the commands after the window (the recording's copy, the reads beside it,
-/// the clean-up: `STANDBYS_AFTER`), started before its end in a window of at least
-/// `STANDBY_MIN_WINDOW` (their starts' CPU is the window's too).
-const STANDBYS_AFTER: usize = 3;
+/// Shells for the commands after the window (the reads, the clean-up; and the copy of a
+/// perf recording, by `cat`: a perf recorder is the one enabled on release), started before
+/// its end in a window of at least `STANDBY_MIN_WINDOW` (their starts' CPU is the window's).
 const STANDBY_LEAD: Duration = Duration::from_secs(1);
 const STANDBY_MIN_WINDOW: Duration = Duration::from_secs(5);
 
@@ -349,7 +348,7 @@ pub async fn record(
             }
             _ = &mut standbys_due, if !standbys_started => {
                 standbys_started = true;
-                shell.start_standbys(STANDBYS_AFTER);
+                shell.start_standbys(2 + usize::from(window.enable_on_release));
             }
             _ = tokio::time::sleep(Duration::from_millis(100)) => {
                 state.tick(&task, grace + last_grace)?;
