@@ -230,24 +230,24 @@ pub async fn locate_ahead(
         // must not wait on a perf that hangs. Unanswered in time, `prepare` asks.
         let answer = async {
             // A primed recorder that opened its events answers what the trial would, where
-            // the trial could answer only that (`perf::proven_by_recorder`): one exec and
+            // the trial could answer only that (`perf::answered_by_recorder`): one exec and
             // one perf start less. Where it did not, the trial judges.
-            if primed {
-                let proven = perf::proven_by_recorder(&shell, &facts, async {
-                    let before = shell
-                        .standbys()
-                        .primed_ready(READY_MARKER, PRIMED_READY_LIMIT)
-                        .await;
-                    before.is_some_and(|printed| {
-                        printed
-                            .split(|&b| b == b'\n')
-                            .any(|line| line == EVENTS_OPEN_MARKER.as_bytes())
-                    })
-                })
-                .await;
-                if let Some(proven) = proven {
+            if let Some(answered) = primed
+                .then(|| perf::answered_by_recorder(&shell, &facts))
+                .flatten()
+            {
+                let printed = shell
+                    .standbys()
+                    .primed_ready(READY_MARKER, PRIMED_READY_LIMIT)
+                    .await;
+                let events_open = printed.is_some_and(|printed| {
+                    printed
+                        .split(|&b| b == b'\n')
+                        .any(|line| line == EVENTS_OPEN_MARKER.as_bytes())
+                });
+                if events_open {
                     crate::ui::phases::mark("recorder ready ahead, its access proven");
-                    return Some(proven);
+                    return Some(answered);
                 }
             }
             tokio::time::timeout(AHEAD_LIMIT, perf::ask_ahead(&shell, &facts, process.pid))

@@ -97,26 +97,18 @@ pub async fn ask_ahead(shell: &Shell, facts: &ContainerFacts, pid: u32) -> Optio
     })
 }
 
-/// What the access trial would answer, where a recorder started ahead sampling
-/// `likely_access`'s event opened its events on the process (`opened` resolves true):
-/// only where the trial could answer nothing else, with no PMU in sysfs naming cycles
-/// (where one does, the trial also asks whether cycles count, and is asked). None where
-/// it is not proven: the trial is asked then.
-pub async fn proven_by_recorder(
-    shell: &Shell,
-    facts: &ContainerFacts,
-    opened: impl std::future::Future<Output = bool>,
-) -> Option<Asked> {
+/// What the access trial would answer where a recorder started ahead, sampling
+/// `likely_access`'s event, opens its events on the process: only where the trial could
+/// answer nothing else, with no PMU in sysfs naming cycles (where one does, the trial also
+/// asks whether cycles count, and is asked). None where the recorder's start cannot
+/// stand for the trial.
+pub fn answered_by_recorder(shell: &Shell, facts: &ContainerFacts) -> Option<Asked> {
     if facts.pmu_cycles {
-        return None;
-    }
-    let perf = tool_ahead(facts)?;
-    if !opened.await {
         return None;
     }
     Some(Asked {
         container: shell.container().to_string(),
-        answer: Ok(Some((perf, likely_access(facts)))),
+        answer: Ok(Some((tool_ahead(facts)?, likely_access(facts)))),
     })
 }
 
