@@ -62,7 +62,7 @@ fn counts(folded: &Folded) -> BTreeMap<String, u64> {
 /// Folds NAME both ways and checks totals and the share of identical stacks, listing the
 /// stacks that differ when it fails.
 fn agrees_with_perf_script(name: &str) {
-    let raw = stacks::read(&data(&format!("{name}.data")), false).unwrap();
+    let raw = stacks::read(&data(&format!("{name}.data")), false, &mut |_| {}).unwrap();
     agrees(name, &raw);
 }
 
@@ -122,7 +122,8 @@ fn native_fold_of_the_demo_node_matches_perf_script() {
 fn native_fold_of_a_dwarf_capture_matches_perf_script() {
     let root = data("host-dwarf-loop.root");
     let open = |path: &str| stacks::Image::map(&root.join(path.trim_start_matches('/'))).ok();
-    let raw = stacks::read_unwound(&data("host-dwarf-loop.data"), false, &open).unwrap();
+    let raw =
+        stacks::read_unwound(&data("host-dwarf-loop.data"), false, &open, &mut |_| {}).unwrap();
     assert!(raw.unwind.unwound > 100, "{:?}", raw.unwind);
     assert!(
         raw.stacks
@@ -147,7 +148,7 @@ fn mapped_files_of_a_dwarf_capture_name_every_binary_its_stacks_use() {
         asked.borrow_mut().insert(file.to_string());
         None
     };
-    let _ = stacks::read_unwound(&path, false, &open);
+    let _ = stacks::read_unwound(&path, false, &open, &mut |_| {});
     let asked: Vec<String> = asked
         .into_inner()
         .into_iter()
@@ -180,7 +181,7 @@ fn native_read_of_a_dwarf_capture_is_refused_not_partial() {
     use devprof::profile::perfdata::{recorded_call_graph, CallGraph};
     let path = data("host-dwarf-loop.data");
     assert_eq!(recorded_call_graph(&path).unwrap(), CallGraph::Dwarf);
-    let err = stacks::read(&path, false).unwrap_err();
+    let err = stacks::read(&path, false, &mut |_| {}).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::Unsupported, "{err}");
     assert!(err.to_string().contains("--call-graph dwarf"), "{err}");
     for fp in ["host-demo-node.data", "host-xz.data"] {

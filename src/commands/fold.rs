@@ -14,7 +14,8 @@ use crate::store::loader;
 use crate::symbols::binary::SYMBOL_CACHE;
 use crate::symbols::debugfile;
 use crate::symbols::kernel_cache;
-use crate::symbols::module::{load_all, ModuleFiles};
+use crate::symbols::module::ModuleFiles;
+use crate::symbols::module_loader::Loader;
 use crate::symbols::perfmap::{PerfMap, PERF_MAP_LIMIT};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
@@ -197,8 +198,23 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
         .map(|dir| dir.join(SYMBOL_CACHE))
         .filter(|cache| std::fs::symlink_metadata(cache).is_ok_and(|m| m.is_dir()));
     let kept_in = cache.clone();
-    let kallsyms = std::thread::spawn(move || kernel_cache::host_symbols(kept_in.as_deref()));
+    let kallsyms = std::thread::Builder::new()
+        .name("kernel symbols".into())
+        .spawn(move || kernel_cache::host_symbols(kept_in.as_deref()))
+        .map_err(|e| Error::io("start a thread", e))?;
     let keep_samples = args.timeline.is_some();
+    // Each file's symbols are read on another core from the moment a stack first points
+    // into it; a stripped library is named from its debug file in the same tree, as perf
+    // does.
+    let loader = Loader::new(false);
+    let mut seen = |path: &str| {
+        let (symfs, path) = (args.symfs.clone(), path.to_string());
+        loader.load_found(path.clone(), move || {
+            let binary = symfs.join(path.trim_start_matches('/'));
+            let debug = debugfile::find_for(&symfs, &path, &binary);
+            ModuleFiles { binary, debug }
+        });
+    };
     let raw = if call_graph.needs_unwinding() {
         let vdso = unwind::own_vdso();
         let open = |path: &str| -> Option<stacks::Image> {
@@ -207,9 +223,9 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
             }
             stacks::Image::map(&args.symfs.join(path.trim_start_matches('/'))).ok()
         };
-        stacks::read_unwound(&args.input, keep_samples, &open)
+        stacks::read_unwound(&args.input, keep_samples, &open, &mut seen)
     } else {
-        stacks::read(&args.input, keep_samples)
+        stacks::read(&args.input, keep_samples, &mut seen)
     }
     .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;
     crate::ui::phases::mark(if call_graph.needs_unwinding() {
@@ -218,16 +234,6 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
         "perf.data read"
     });
     let mut symbols = Symbols::default();
-    // A stripped library is named from its debug file in the same tree, as perf does.
-    let mut files: Vec<(String, ModuleFiles)> = raw
-        .files_used()
-        .into_iter()
-        .map(|path| {
-            let binary = args.symfs.join(path.trim_start_matches('/'));
-            let debug = debugfile::find_for(&args.symfs, &path, &binary);
-            (path, ModuleFiles { binary, debug })
-        })
-        .collect();
     // The vdso is no file under --symfs: this host's names its frames (the same kernel).
     let mut vdso_dir = None;
     if raw.modules.iter().any(|m| m == unwind::VDSO) {
@@ -235,12 +241,11 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
             let made = vdso_dir.insert(tempfile::tempdir().ok()?);
             Some(made.path().to_path_buf())
         });
-        files.extend(
-            dir.and_then(|d| unwind::own_vdso_file(&d))
-                .map(|f| (unwind::VDSO.to_string(), f.into())),
-        );
+        if let Some(vdso) = dir.and_then(|d| unwind::own_vdso_file(&d)) {
+            loader.load(unwind::VDSO.to_string(), vdso);
+        }
     }
-    let loaded = load_all(files, false);
+    let loaded = loader.finish();
     symbols.modules.extend(loaded.modules);
     let mut failed = loaded.failed;
     failed.sort();

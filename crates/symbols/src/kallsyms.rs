@@ -4,7 +4,7 @@
 /// The kernel's text symbols, sorted by address: (address, where the name is in `text`).
 #[derive(Debug, Default)]
 pub struct Kallsyms {
-    text: String,
+    text: Text,
     symbols: Vec<(u64, u32, u32)>,
     /// Where the names are known to hold: everywhere (None) when read live, less for a
     /// copy kept from earlier in the boot (see `kernel_cache`).
@@ -21,15 +21,57 @@ struct Trusted {
     modules: Vec<String>,
 }
 
+/// The kallsyms text the names are places in: a live read, or a kept copy mapped where it
+/// lies (copying its megabytes into fresh memory, then moving them past the copy's header,
+/// cost a fold more than parsing them).
+enum Text {
+    Owned(String),
+    Mapped { file: memmap2::Mmap, start: usize },
+}
+
+impl Default for Text {
+    fn default() -> Self {
+        Text::Owned(String::new())
+    }
+}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Text({} bytes)", self.bytes().len())
+    }
+}
+
+impl Text {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Text::Owned(text) => text.as_bytes(),
+            Text::Mapped { file, start } => file.get(*start..).unwrap_or_default(),
+        }
+    }
+
+    fn get(&self, range: std::ops::Range<usize>) -> Option<&str> {
+        std::str::from_utf8(self.bytes().get(range)?).ok()
+    }
+}
+
 impl Kallsyms {
     /// Parses `/proc/kallsyms` (`address type name [module]` lines); None when the addresses
     /// are hidden (all zero under `kptr_restrict`) or nothing is a text symbol.
     pub fn parse(text: impl Into<String>) -> Option<Self> {
+        Self::index(Text::Owned(text.into()))
+    }
+
+    /// Parses the kallsyms text that a mapped file holds from byte `start` on.
+    pub fn parse_mapped(file: memmap2::Mmap, start: usize) -> Option<Self> {
+        Self::index(Text::Mapped { file, start })
+    }
+
+    fn index(text: Text) -> Option<Self> {
         // 200,000 lines or so: split by hand, and keep names as places in the text (taken,
         // not copied: it is megabytes).
-        let text = text.into();
-        let bytes = text.as_bytes();
-        let mut symbols: Vec<(u64, u32, u32)> = Vec::new();
+        let bytes = text.bytes();
+        // About 45 bytes a line: reserved once, not grown through a dozen copies.
+        let mut symbols: Vec<(u64, u32, u32)> = Vec::with_capacity(bytes.len() / 40);
         // Found before duplicates go: `_stext` shares its address with `_text`.
         let mut core_text = (None, None);
         let mut start = 0usize;
@@ -69,9 +111,9 @@ impl Kallsyms {
         })
     }
 
-    /// The text the table was parsed from.
+    /// The text the table was parsed from (empty were it no UTF-8: it is read as ASCII).
     pub fn text(&self) -> &str {
-        &self.text
+        std::str::from_utf8(self.text.bytes()).unwrap_or_default()
     }
 
     /// The core kernel's text, `_stext` to `_etext`: where KASLR put it at boot, so it does
@@ -118,8 +160,10 @@ impl Kallsyms {
     }
 
     fn module_of_entry(&self, &(_, at, len): &(u64, u32, u32)) -> Option<&str> {
-        let rest = self.text.get((at + len) as usize..)?;
-        let line = rest.split('\n').next()?.trim();
+        let start = (at + len) as usize;
+        let rest = self.text.bytes().get(start..)?;
+        let end = start + memchr_newline(rest).unwrap_or(rest.len());
+        let line = self.text.get(start..end)?.trim();
         line.strip_prefix('[')?.strip_suffix(']')
     }
 
@@ -148,14 +192,29 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
 
 /// (address, name offset, name length) of a text symbol's line.
 fn text_symbol(line: &[u8]) -> Option<(u64, usize, usize)> {
-    let space = memchr::memchr(b' ', line)?;
+    // A 64-bit kernel's addresses are 16 digits: the type is looked at where it then
+    // stands, and a line that is no text symbol is left after that one look.
+    let space = if line.get(16) == Some(&b' ') {
+        16
+    } else {
+        memchr::memchr(b' ', line)?
+    };
     let kind = *line.get(space + 1)?;
     if !matches!(kind, b't' | b'T' | b'w' | b'W') || line.get(space + 2) != Some(&b' ') {
         return None;
     }
+    if space > 16 {
+        return None;
+    }
     let mut address = 0u64;
     for b in &line[..space] {
-        address = address.checked_mul(16)? + (*b as char).to_digit(16)? as u64;
+        let digit = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return None,
+        };
+        address = address << 4 | u64::from(digit);
     }
     let name_at = space + 3;
     let name_len = line[name_at..]

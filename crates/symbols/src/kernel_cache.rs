@@ -15,7 +15,7 @@
 
 use super::kallsyms::Kallsyms;
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
@@ -123,16 +123,16 @@ pub fn kept_boots(cache: &Path) -> Vec<String> {
 pub fn load(cache: &Path, id: &KernelIdentity, source: Source) -> Option<Kallsyms> {
     let path = cache.join(format!("{KEY_PREFIX}{}", id.boot_id)).join(FILE);
     // Not through a link: the cache is devprof's own.
-    let mut file = fs::OpenOptions::new()
+    let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .ok()?;
-    let mut text = String::new();
-    file.read_to_string(&mut text).ok()?;
-    let body = body_start(&text, id, source)?;
-    text.drain(..body);
-    Some(Kallsyms::parse(text)?.trusted_for(id.module_names()))
+    // Mapped where it lies: a copy is written once and renamed into place, never changed.
+    // SAFETY: read-only, of a file of devprof's own cache that is replaced, not rewritten.
+    let kept = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let body = body_start(std::str::from_utf8(&kept).ok()?, id, source)?;
+    Some(Kallsyms::parse_mapped(kept, body)?.trusted_for(id.module_names()))
 }
 
 /// Keeps `kallsyms` (read live from `source`) for this kernel. Written under a new name and

@@ -8,8 +8,9 @@
 //! path that names frames itself should use this one.
 
 use super::demangle::demangle_frame;
+use super::elf_symbols::{function_symbols, Names, Symbol, Table};
 use super::gopclntab::{GoFrame, PcLnTab};
-use object::{Object, ObjectSegment, ObjectSymbol, ObjectSymbolTable};
+use object::{Object, ObjectSegment};
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
@@ -22,24 +23,19 @@ pub struct Segment {
     pub address: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Symbol {
-    address: u64,
-    size: u64,
-    name: String,
-    /// How perf ranks the symbol's binding among aliases: global 0, local 1, weak 2.
-    binding: u8,
-}
-
-/// The binding rank of `Symbol` for an ELF symbol.
-fn binding_rank(sym: &object::Symbol<'_, '_>) -> u8 {
-    if sym.is_weak() {
-        2
-    } else if sym.is_global() {
-        0
-    } else {
-        1
-    }
+/// Whether an ELF file was linked by Go's linker, the only files with a pclntab: looking
+/// for one in another library (its relocations read, its data searched) cost a native
+/// fold as much as that library's own symbols. Go's linker writes the build-id note and
+/// the build info even with `-s -w`.
+fn linked_by_go(file: &object::File<'_>) -> bool {
+    [
+        ".note.go.buildid",
+        ".go.buildinfo",
+        ".gopclntab",
+        ".data.rel.ro.gopclntab",
+    ]
+    .iter()
+    .any(|name| file.section_by_name(name).is_some())
 }
 
 /// Where a module's names come from.
@@ -79,12 +75,25 @@ impl LazyDwarf {
 pub struct ModuleSymbols {
     segments: Vec<Segment>,
     symbols: Vec<Symbol>,
+    names: Names,
     dwarf: LazyDwarf,
     pclntab: Option<PcLnTab>,
     pub kind: SymbolKind,
 }
 
 impl ModuleSymbols {
+    /// Opens the file's DWARF now (inline frames will be asked for): on a big binary it
+    /// takes a while, better spent on a loading thread. Whether there is any.
+    pub fn open_dwarf(&self) -> bool {
+        self.dwarf.get().is_some()
+    }
+
+    /// Whether the file's DWARF was opened already.
+    #[cfg(test)]
+    pub(crate) fn dwarf_opened(&self) -> bool {
+        matches!(self.dwarf.loader.get(), Some(Some(_)))
+    }
+
     /// Reads an ELF file (executable or shared library).
     pub fn from_elf(path: &Path) -> Result<Self, String> {
         Self::from_files(&ModuleFiles::from(path.to_path_buf()))
@@ -111,78 +120,88 @@ impl ModuleSymbols {
                 })
             })
             .collect();
-        let text_symbols = |table: object::SymbolTable<'_, '_>| -> Vec<Symbol> {
-            table
-                .symbols()
-                .filter(|sym| {
-                    sym.kind() == object::SymbolKind::Text
-                        && sym.is_definition()
-                        && sym.address() != 0
-                })
-                .filter_map(|sym| {
-                    let name = sym.name().ok().filter(|n| !n.is_empty())?;
-                    Some(Symbol {
-                        address: sym.address(),
-                        size: sym.size(),
-                        name: name.to_string(),
-                        binding: binding_rank(&sym),
-                    })
-                })
-                .collect()
-        };
-        let mut symbols = file.symbol_table().map(text_symbols).unwrap_or_default();
-        let mut has_dwarf = file.section_by_name(".debug_info").is_some();
-        let mut dwarf_path = path.to_path_buf();
+        let has_dwarf = file.section_by_name(".debug_info").is_some();
+        let own = function_symbols(&file, Table::Static).filter(|(s, _)| !s.is_empty());
+        let go = own.is_none() && linked_by_go(&file);
+        drop(file);
         // A separate debug file: its code sections are empty (NOBITS), its symbols and
         // DWARF carry the binary's own addresses, so the binary's segments place them.
         // One that no longer reads leaves the binary's own names.
-        let debug_data = files
+        let debug = files
             .debug
             .as_ref()
-            .and_then(|d| Some((d, map_file(d).ok()?)));
-        let debug_elf = debug_data
-            .as_ref()
-            .and_then(|(d, data)| Some((*d, object::File::parse(&**data).ok()?)));
-        if let Some((debug, debug_file)) = debug_elf {
-            if symbols.is_empty() {
-                symbols = debug_file
-                    .symbol_table()
-                    .map(text_symbols)
-                    .unwrap_or_default();
+            .and_then(|d| Some((d, map_file(d).ok()?)))
+            .and_then(|(d, debug_data)| {
+                let debug_file = object::File::parse(&*debug_data).ok()?;
+                let symbols = match own {
+                    Some(_) => None,
+                    None => function_symbols(&debug_file, Table::Static),
+                }
+                .filter(|(s, _)| !s.is_empty());
+                let dwarf = debug_file.section_by_name(".debug_info").is_some();
+                drop(debug_file);
+                Some((d, debug_data, symbols, dwarf))
+            });
+        let mut dwarf_path = has_dwarf.then(|| path.to_path_buf());
+        let mut table = own.map(|(symbols, range)| (symbols, range, None));
+        if let Some((debug, debug_data, symbols, dwarf)) = debug {
+            if dwarf_path.is_none() && dwarf {
+                dwarf_path = Some(debug.clone());
             }
-            if !has_dwarf && debug_file.section_by_name(".debug_info").is_some() {
-                has_dwarf = true;
-                dwarf_path = debug.clone();
+            if let Some((symbols, range)) = symbols {
+                table = Some((symbols, range, Some(debug_data)));
             }
         }
         let mut pclntab = None;
-        if symbols.is_empty() {
-            symbols = file
-                .dynamic_symbol_table()
-                .map(text_symbols)
-                .unwrap_or_default();
-            // A stripped Go binary still names all its functions in its pclntab.
-            if let Some(Ok(table)) = PcLnTab::from_elf(&file) {
-                if table.functions().len() > symbols.len() {
-                    symbols = go_symbols(&table);
-                    pclntab = Some(table);
+        let (symbols, names) = match table {
+            Some((symbols, (start, size), debug_data)) => (
+                symbols,
+                Names::Mapped {
+                    file: debug_data.unwrap_or(data),
+                    start: start as usize,
+                    end: (start + size) as usize,
+                },
+            ),
+            None => {
+                let file = object::File::parse(&*data)
+                    .map_err(|e| format!("{}: not an ELF file: {e}", path.display()))?;
+                let dynamic = function_symbols(&file, Table::Dynamic);
+                let dynamic_count = dynamic.as_ref().map_or(0, |(s, _)| s.len());
+                // A stripped Go binary still names all its functions in its pclntab.
+                if go {
+                    if let Some(Ok(table)) = PcLnTab::from_elf(&file) {
+                        if table.functions().len() > dynamic_count {
+                            pclntab = Some(table);
+                        }
+                    }
+                }
+                drop(file);
+                match (&pclntab, dynamic) {
+                    (Some(table), _) => go_symbols(table),
+                    (None, Some((symbols, (start, size)))) => (
+                        symbols,
+                        Names::Mapped {
+                            file: data,
+                            start: start as usize,
+                            end: (start + size) as usize,
+                        },
+                    ),
+                    (None, None) => (Vec::new(), Names::Owned(Vec::new())),
                 }
             }
-        }
-        drop(file);
-        drop(data);
-        let dwarf = LazyDwarf {
-            path: has_dwarf.then_some(dwarf_path),
-            loader: OnceCell::new(),
         };
-        let kind = if has_dwarf {
+        let kind = if dwarf_path.is_some() {
             SymbolKind::Dwarf
         } else if pclntab.is_some() {
             SymbolKind::Gopclntab
         } else {
             SymbolKind::Symtab
         };
-        let mut module = Self::assemble(segments, symbols, dwarf, kind);
+        let dwarf = LazyDwarf {
+            path: dwarf_path,
+            loader: OnceCell::new(),
+        };
+        let mut module = Self::assemble(segments, symbols, names, dwarf, kind);
         module.pclntab = pclntab.filter(|_| kind == SymbolKind::Gopclntab);
         Ok(module)
     }
@@ -212,22 +231,33 @@ impl ModuleSymbols {
                     file_size: hex(parts.next(), n)?,
                     address: hex(parts.next(), n)?,
                 }),
-                Some("symbol") => symbols.push(Symbol {
-                    address: hex(parts.next(), n)?,
-                    size: hex(parts.next(), n)?,
-                    name: parts
+                Some("symbol") => {
+                    let address = hex(parts.next(), n)?;
+                    let size = hex(parts.next(), n)?;
+                    let name = parts
                         .next()
-                        .ok_or_else(|| format!("line {n}: missing name"))?
-                        .to_string(),
-                    binding: 0,
-                }),
+                        .ok_or_else(|| format!("line {n}: missing name"))?;
+                    symbols.push((address, size, name));
+                }
                 Some(other) => return Err(format!("line {n}: unknown record '{other}'")),
                 None => {}
             }
         }
+        let (names, offsets) = Names::owned(symbols.iter().map(|(_, _, name)| *name));
+        let symbols = symbols
+            .iter()
+            .zip(offsets)
+            .map(|((address, size, _), name)| Symbol {
+                address: *address,
+                size: *size,
+                name,
+                binding: 0,
+            })
+            .collect();
         Ok(Self::assemble(
             segments,
             symbols,
+            names,
             LazyDwarf::default(),
             SymbolKind::Table,
         ))
@@ -236,25 +266,51 @@ impl ModuleSymbols {
     fn assemble(
         segments: Vec<Segment>,
         mut symbols: Vec<Symbol>,
+        names: Names,
         dwarf: LazyDwarf,
         kind: SymbolKind,
     ) -> Self {
-        // Sorted by address; among aliases the one perf names the address by: sized, then
-        // not weak, then global, then fewer leading underscores, then the longest name
-        // (`__vdso_clock_gettime` over its weak alias `clock_gettime`).
-        let underscores = |s: &Symbol| s.name.bytes().take_while(|b| *b == b'_').count();
-        symbols.sort_by(|a, b| {
-            a.address
-                .cmp(&b.address)
-                .then((b.size > 0).cmp(&(a.size > 0)))
-                .then(a.binding.cmp(&b.binding))
-                .then(underscores(a).cmp(&underscores(b)))
-                .then(b.name.len().cmp(&a.name.len()))
-        });
-        symbols.dedup_by_key(|s| s.address);
+        // Sorted by address (a stable sort: aliases keep the table's order); of aliases,
+        // the one perf names the address by: sized, then not weak, then global, then fewer
+        // leading underscores, then the longest name (`__vdso_clock_gettime` over its weak
+        // alias `clock_gettime`), the first listed among equals. Names are read for
+        // aliases alone.
+        symbols.sort_by_key(|s| s.address);
+        let rank = |s: &Symbol| {
+            let name = names.raw(s.name);
+            let underscores = name.iter().take_while(|b| **b == b'_').count();
+            (
+                s.size == 0,
+                s.binding,
+                underscores,
+                std::cmp::Reverse(name.len()),
+            )
+        };
+        let mut kept = 0;
+        let mut at = 0;
+        while at < symbols.len() {
+            let address = symbols[at].address;
+            let mut end = at + 1;
+            while end < symbols.len() && symbols[end].address == address {
+                end += 1;
+            }
+            let best = if end - at == 1 {
+                symbols[at]
+            } else {
+                *symbols[at..end]
+                    .iter()
+                    .min_by_key(|s| rank(s))
+                    .expect("a group has a symbol")
+            };
+            symbols[kept] = best;
+            kept += 1;
+            at = end;
+        }
+        symbols.truncate(kept);
         ModuleSymbols {
             segments,
             symbols,
+            names,
             dwarf,
             pclntab: None,
             kind,
@@ -289,11 +345,12 @@ impl ModuleSymbols {
         }
         // The outermost frame is the symbol itself: its symbol-table name carries the full
         // path where DWARF may only have the short name.
+        let symbol = symbol.map(|sym| self.names.get(sym.name));
         match (frames.last_mut(), symbol) {
-            (Some(last), Some(sym)) if !is_mangled(last) && is_mangled(&sym.name) => {
-                *last = sym.name.clone()
+            (Some(last), Some(name)) if !is_mangled(last) && is_mangled(&name) => {
+                *last = name.into_owned()
             }
-            (None, Some(sym)) => frames.push(sym.name.clone()),
+            (None, Some(name)) => frames.push(name.into_owned()),
             _ => {}
         }
         frames
@@ -314,7 +371,7 @@ impl ModuleSymbols {
     /// `perf script --no-inline` prints).
     pub fn function_at(&self, address: u64) -> Option<String> {
         self.symbol_at(address)
-            .map(|sym| clean_name(&demangle_frame(&sym.name)))
+            .map(|sym| clean_name(&demangle_frame(&self.names.get(sym.name))))
     }
 
     fn symbol_at(&self, address: u64) -> Option<&Symbol> {
@@ -367,57 +424,21 @@ impl From<PathBuf> for ModuleFiles {
     }
 }
 
-/// The modules `load_all` read, and the error of each file that did not read.
-pub struct Loaded<K> {
-    pub modules: Vec<(K, ModuleSymbols)>,
-    pub failed: Vec<(K, String)>,
-}
-
-/// Reads every `(name, file)` pair's symbols, several files at once; with `dwarf` (inline
-/// frames will be asked for) also opens their DWARF, which on a big binary takes a while.
-pub fn load_all<K: Send, F: Into<ModuleFiles>>(files: Vec<(K, F)>, dwarf: bool) -> Loaded<K> {
-    let files: Vec<(K, ModuleFiles)> = files.into_iter().map(|(k, f)| (k, f.into())).collect();
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(files.len().max(1));
-    let queue = std::sync::Mutex::new(files.into_iter());
-    let results = std::sync::Mutex::new(Loaded {
-        modules: Vec::new(),
-        failed: Vec::new(),
-    });
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let next = queue.lock().expect("module queue").next();
-                let Some((key, path)) = next else { break };
-                let read = ModuleSymbols::from_files(&path);
-                if let (true, Ok(module)) = (dwarf, &read) {
-                    module.dwarf.get();
-                }
-                let mut results = results.lock().expect("module results");
-                match read {
-                    Ok(module) => results.modules.push((key, module)),
-                    Err(e) => results.failed.push((key, e)),
-                }
-            });
-        }
-    });
-    results.into_inner().expect("module results")
-}
-
-/// The functions of a Go pclntab as sized symbols.
-fn go_symbols(table: &PcLnTab) -> Vec<Symbol> {
-    table
-        .functions()
+/// The functions of a Go pclntab as sized symbols, with their names.
+fn go_symbols(table: &PcLnTab) -> (Vec<Symbol>, Names) {
+    let functions = table.functions();
+    let (names, offsets) = Names::owned(functions.iter().map(|f| &*f.name));
+    let symbols = functions
         .iter()
-        .map(|f| Symbol {
+        .zip(offsets)
+        .map(|(f, name)| Symbol {
             address: f.entry,
             size: f.end - f.entry,
-            name: f.name.to_string(),
+            name,
             binding: 0,
         })
-        .collect()
+        .collect();
+    (symbols, names)
 }
 
 /// A Go frame as devprof names it: `main.mix (main.go:9)`, the file without its
@@ -540,46 +561,95 @@ mod tests {
         assert_eq!(module.function_at(address).as_deref(), Some("main.spin"));
     }
 
-    #[test]
-    fn load_all_reads_every_file_and_names_each_that_failed() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/go");
-        let files = vec![
-            ("a", dir.join("tiny-stripped")),
-            ("b", dir.join("tiny-pie-stripped")),
-            ("c", dir.join("no-such-file")),
-            ("d", dir.join("tiny-full.nm")),
-            // This test's own executable: a debug build, with DWARF.
-            ("e", std::env::current_exe().unwrap()),
-        ];
-        let loaded = load_all(files, true);
-        let mut read: Vec<_> = loaded.modules.iter().map(|(k, m)| (*k, m.kind)).collect();
-        read.sort_by_key(|(k, _)| *k);
-        assert_eq!(
-            read,
-            [
-                ("a", SymbolKind::Gopclntab),
-                ("b", SymbolKind::Gopclntab),
-                ("e", SymbolKind::Dwarf)
-            ]
-        );
-        // Asked for inline frames: the DWARF is opened on the loading threads.
-        let (_, own) = loaded.modules.iter().find(|(k, _)| *k == "e").unwrap();
-        assert!(matches!(own.dwarf.loader.get(), Some(Some(_))));
-        let mut failed: Vec<_> = loaded
-            .failed
-            .iter()
-            .map(|(k, e)| (*k, e.as_str()))
+    /// The names `object`'s generic symbol reader gives a file's addresses, with aliases
+    /// chosen as perf chooses them: how the symbolizer read tables before it read the raw
+    /// entries, kept as the reference.
+    fn generic_reader_names(path: &Path, dynamic: bool) -> Vec<(u64, String)> {
+        use object::{ObjectSymbol, ObjectSymbolTable};
+        let data = std::fs::read(path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let table = if dynamic {
+            file.dynamic_symbol_table()
+        } else {
+            file.symbol_table()
+        };
+        let mut symbols: Vec<(u64, u64, u8, String)> = table
+            .unwrap()
+            .symbols()
+            .filter(|sym| {
+                sym.kind() == object::SymbolKind::Text && sym.is_definition() && sym.address() != 0
+            })
+            .filter_map(|sym| {
+                let name = sym.name().ok().filter(|n| !n.is_empty())?;
+                let binding = if sym.is_weak() {
+                    2
+                } else if sym.is_global() {
+                    0
+                } else {
+                    1
+                };
+                Some((sym.address(), sym.size(), binding, name.to_string()))
+            })
             .collect();
-        failed.sort();
-        assert_eq!(failed.len(), 2);
-        assert!(
-            failed[0].0 == "c" && failed[0].1.contains("no-such-file"),
-            "{failed:?}"
-        );
-        assert!(
-            failed[1].0 == "d" && failed[1].1.contains("not an ELF file"),
-            "{failed:?}"
-        );
+        let underscores = |n: &str| n.bytes().take_while(|b| *b == b'_').count();
+        symbols.sort_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then((b.1 > 0).cmp(&(a.1 > 0)))
+                .then(a.2.cmp(&b.2))
+                .then(underscores(&a.3).cmp(&underscores(&b.3)))
+                .then(b.3.len().cmp(&a.3.len()))
+        });
+        symbols.dedup_by_key(|s| s.0);
+        symbols.into_iter().map(|(a, _, _, n)| (a, n)).collect()
+    }
+
+    /// The file this test process maps `needle` from (a shared library of the host).
+    fn mapped_library(needle: &str) -> PathBuf {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .find(|p| p.contains(needle))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| panic!("this test maps no {needle}"))
+    }
+
+    /// Reading the raw symbol entries (names left in the file until asked for) names every
+    /// function as the generic reader did: this test binary's .symtab (thousands of Rust
+    /// functions and their aliases) and the host libc's .dynsym (weak aliases, IFUNCs).
+    #[test]
+    fn raw_symbol_tables_name_every_function_as_the_generic_reader_did() {
+        let exe = std::env::current_exe().unwrap();
+        let libc = mapped_library("libc.so");
+        for path in [exe, libc] {
+            // The table the module is named from: .symtab where the file keeps one.
+            let dynamic = {
+                let data = std::fs::read(&path).unwrap();
+                let file = object::File::parse(&*data).unwrap();
+                {
+                    use object::ObjectSymbolTable;
+                    file.symbol_table()
+                        .is_none_or(|t| t.symbols().next().is_none())
+                }
+            };
+            let module = ModuleSymbols::from_elf(&path).unwrap();
+            let reference = generic_reader_names(&path, dynamic);
+            assert!(
+                reference.len() > 500,
+                "{}: {}",
+                path.display(),
+                reference.len()
+            );
+            assert_eq!(module.symbol_count(), reference.len(), "{}", path.display());
+            for (address, name) in &reference {
+                let want = clean_name(&demangle_frame(name));
+                assert_eq!(
+                    module.function_at(*address).as_deref(),
+                    Some(want.as_str()),
+                    "{} at {address:#x}",
+                    path.display()
+                );
+            }
+        }
     }
 
     /// The file offset of an ELF address, through the module's segments.

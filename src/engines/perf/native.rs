@@ -19,7 +19,7 @@ use crate::symbols::binary::SYMBOL_CACHE;
 use crate::symbols::jitdump;
 use crate::symbols::kallsyms::Kallsyms;
 use crate::symbols::kernel_cache::{self, KernelIdentity, Source};
-use crate::symbols::module::load_all;
+use crate::symbols::module_loader::Loader;
 use crate::symbols::perfmap::PerfMap;
 use crate::text::quote;
 use crate::ui::progress;
@@ -466,9 +466,15 @@ async fn fold_inner(
             .map_err(|e| Error::io(format!("read {}", data.display()), e))?;
         binaries = fetch_local(job, mapped, &stats).await;
     }
-    let raw = tokio::task::spawn_blocking(move || {
+    let inline = job.inline;
+    let (raw, loader, early) = tokio::task::spawn_blocking(move || {
+        // The binaries of a DWARF capture are here before the read: each one's symbols
+        // are read on another core from the moment a stack first points into it.
+        let loader = Loader::new(inline);
+        let mut early: Vec<String> = Vec::new();
         if !dwarf {
-            return stacks::read(&read_path, true);
+            let raw = stacks::read(&read_path, true, &mut |_| {});
+            return raw.map(|raw| (raw, loader, early));
         }
         let vdso = unwind::own_vdso();
         let open = |path: &str| -> Option<stacks::Image> {
@@ -478,7 +484,14 @@ async fn fold_inner(
             let (_, local) = binaries.iter().find(|(p, _)| p == path)?;
             stacks::Image::map(local).ok()
         };
-        stacks::read_unwound(&read_path, true, &open)
+        let mut seen = |path: &str| {
+            if let Some(binary) = binaries.iter().find(|(p, _)| p == path) {
+                loader.load(binary.0.clone(), binary.1.clone());
+                early.push(binary.0.clone());
+            }
+        };
+        let raw = stacks::read_unwound(&read_path, true, &open, &mut seen);
+        raw.map(|raw| (raw, loader, early))
     })
     .await
     .map_err(|e| Error::io("read perf.data", std::io::Error::other(e)))?
@@ -506,7 +519,6 @@ async fn fold_inner(
         locals.extend(unwind::own_vdso_file(&cache).map(|local| (unwind::VDSO.to_string(), local)));
     }
     let timeline = job.stem.path("timeline");
-    let inline = job.inline;
     let clock = crate::profile::perfdata::recording_clock(&job.stem.path("data"))
         .ok()
         .flatten();
@@ -515,7 +527,12 @@ async fn fold_inner(
             kernel: kallsyms,
             ..Symbols::default()
         };
-        symbols.modules.extend(load_all(locals, inline).modules);
+        for (path, local) in locals {
+            if !early.contains(&path) {
+                loader.load(path, local);
+            }
+        }
+        symbols.modules.extend(loader.finish().modules);
         symbols.perf_maps.extend(perf_maps);
         let file = std::io::BufWriter::new(std::fs::File::create(&timeline)?);
         let mut writer = TimelineWriter::new(file)?;

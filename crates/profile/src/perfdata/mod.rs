@@ -452,11 +452,23 @@ where
     let _ = map.advise(memmap2::Advice::Sequential);
     let start = data_off as usize;
     let end = data_off.saturating_add(data_size).min(len) as usize;
-    pager::paged(&map, start..end, |progress| {
+    let read = pager::paged(&map, start..end, |progress| {
         decode_records(&map, start..end, &layout, wanted, progress, &mut |event| {
             on_event(event, &layout)
         })
-    })
+    });
+    drop_aside(map);
+    read
+}
+
+/// Drops `value` on a thread of its own, where one can be had: unmapping the populated
+/// pages of a big mapping (a DWARF capture's tens of megabytes, a library's unwind tables)
+/// took a native fold's reader milliseconds its caller need not wait for.
+pub(crate) fn drop_aside<T: Send + 'static>(value: T) {
+    // Without a thread, `value` is dropped here.
+    let _ = std::thread::Builder::new()
+        .name("unmap".into())
+        .spawn(move || drop(value));
 }
 
 /// Decodes the records of `map[data]` and emits them in perf's time order.

@@ -138,7 +138,7 @@ impl RawProfile {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Mapping {
     end: u64,
     pgoff: u64,
@@ -152,6 +152,48 @@ struct Tasks {
     /// Per process: mappings by start address.
     maps: HashMap<u32, BTreeMap<u64, Mapping>>,
     module_ids: HashMap<String, u32>,
+    /// By module id: whether it is JIT code (asked for every frame, so asked once).
+    jit_modules: Vec<bool>,
+    /// The mapping the last frame was found in, by pid and start: a stack's frames
+    /// mostly lie in the mapping of the frame before.
+    last: Option<(u32, u64, Mapping)>,
+}
+
+/// Distinct stacks, found by a hash of their frames. The frames are kept once, in
+/// `RawProfile::stacks`, and the index maps the hash to the stack's id, so that growing
+/// it moves numbers, not frame lists: in a DWARF capture nearly every sample's user
+/// addresses differ, and rehashing the lists was the read's largest cost after the
+/// unwinding itself.
+#[derive(Default)]
+struct StackIndex {
+    hasher: ahash::RandomState,
+    by_hash: HashMap<u64, u32>,
+    /// Stacks whose hash an earlier, different stack has.
+    collided: HashMap<(u32, Vec<Frame>), u32>,
+}
+
+type Stacks = [((u32, Vec<Frame>), u64)];
+
+impl StackIndex {
+    fn hash(&self, key: &(u32, Vec<Frame>)) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    fn find(&self, stacks: &Stacks, key: &(u32, Vec<Frame>), hash: u64) -> Option<u32> {
+        match self.by_hash.get(&hash) {
+            Some(id) if stacks[*id as usize].0 == *key => Some(*id),
+            Some(_) => self.collided.get(key).copied(),
+            None => None,
+        }
+    }
+
+    fn insert(&mut self, key: &(u32, Vec<Frame>), hash: u64, id: u32) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.by_hash.entry(hash) {
+            slot.insert(id);
+        } else {
+            self.collided.insert(key.clone(), id);
+        }
+    }
 }
 
 impl Tasks {
@@ -162,11 +204,21 @@ impl Tasks {
         let id = modules.len() as u32;
         modules.push(name.to_string());
         self.module_ids.insert(name.to_string(), id);
+        self.jit_modules.push(is_jit(name));
         id
+    }
+
+    /// A new process starts with its parent's mappings.
+    fn fork(&mut self, parent: u32, child: u32) {
+        if let Some(maps) = self.maps.get(&parent).cloned() {
+            self.maps.insert(child, maps);
+            self.last = None;
+        }
     }
 
     /// A new mapping replaces whatever it overlaps, as in the kernel.
     fn map(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, module: u32) {
+        self.last = None;
         let end = start.saturating_add(len);
         let maps = self.maps.entry(pid).or_default();
         let overlapping: Vec<u64> = maps
@@ -179,13 +231,7 @@ impl Tasks {
         for s in overlapping {
             let old = maps.remove(&s).expect("listed");
             if s < start {
-                maps.insert(
-                    s,
-                    Mapping {
-                        end: start,
-                        ..old.clone()
-                    },
-                );
+                maps.insert(s, Mapping { end: start, ..old });
             }
             if old.end > end {
                 maps.insert(
@@ -201,44 +247,63 @@ impl Tasks {
         maps.insert(start, Mapping { end, pgoff, module });
     }
 
-    fn frame(&self, pid: u32, ip: u64, kernel: bool, modules: &[String]) -> Frame {
+    fn frame(&mut self, pid: u32, ip: u64, kernel: bool) -> Frame {
         if kernel {
             return Frame::Kernel(ip);
         }
-        let found = self.maps.get(&pid).and_then(|maps| {
-            let (start, m) = maps.range(..=ip).next_back()?;
-            if ip >= m.end {
-                return None;
-            }
-            if is_jit(&modules[m.module as usize]) {
-                return Some(Frame::Jit { pid, address: ip });
-            }
-            Some(Frame::User {
-                module: m.module,
-                offset: ip - start + m.pgoff,
-            })
+        let cached = match &self.last {
+            Some((p, start, m)) if *p == pid && *start <= ip && ip < m.end => Some((*start, *m)),
+            _ => None,
+        };
+        let found = cached.or_else(|| {
+            let (start, m) = self.maps.get(&pid)?.range(..=ip).next_back()?;
+            self.last = Some((pid, *start, *m));
+            Some((*start, *m))
         });
-        found.unwrap_or(Frame::Unmapped)
+        match found {
+            Some((start, m)) if ip < m.end => {
+                if self.jit_modules[m.module as usize] {
+                    Frame::Jit { pid, address: ip }
+                } else {
+                    Frame::User {
+                        module: m.module,
+                        offset: ip - start + m.pgoff,
+                    }
+                }
+            }
+            _ => Frame::Unmapped,
+        }
     }
 }
+
+/// Told of each file the stacks point into (as `RawProfile::files_used` lists them) when
+/// the read first meets a frame in it: its symbols can be read while the rest of the
+/// perf.data is.
+pub type FileSeen<'a> = dyn FnMut(&str) + 'a;
 
 /// Reads the samples of `path` with their callchains; `keep_samples` also keeps every
 /// sample in order (for a timeline). A DWARF capture is refused: its user frames need the
 /// binaries (`read_unwound`).
-pub fn read(path: &Path, keep_samples: bool) -> io::Result<RawProfile> {
+pub fn read(path: &Path, keep_samples: bool, seen: &mut FileSeen<'_>) -> io::Result<RawProfile> {
     let call_graph = recorded_call_graph(path)?;
     if call_graph.needs_unwinding() {
         return Err(callgraph::not_native(call_graph));
     }
-    read_with(path, keep_samples, None)
+    read_with(path, keep_samples, None, seen)
 }
 
 /// Reads the samples of `path` like `read`, unwinding the user stacks of a DWARF capture
 /// with the binaries `open` finds by the paths the mmap records give.
-pub fn read_unwound(path: &Path, keep_samples: bool, open: &Opener<'_>) -> io::Result<RawProfile> {
+pub fn read_unwound(
+    path: &Path,
+    keep_samples: bool,
+    open: &Opener<'_>,
+    seen: &mut FileSeen<'_>,
+) -> io::Result<RawProfile> {
     let mut unwinder = DwarfUnwinder::new(open);
-    let mut raw = read_with(path, keep_samples, Some(&mut unwinder))?;
+    let mut raw = read_with(path, keep_samples, Some(&mut unwinder), seen)?;
     raw.unwind = unwinder.stats;
+    unwinder.release();
     Ok(raw)
 }
 
@@ -260,11 +325,14 @@ fn read_with(
     path: &Path,
     keep_samples: bool,
     mut unwinder: Option<&mut DwarfUnwinder<'_>>,
+    seen: &mut FileSeen<'_>,
 ) -> io::Result<RawProfile> {
     let mut raw = RawProfile::default();
+    // By module id: whether `seen` was told of it.
+    let mut told: Vec<bool> = Vec::new();
     let mut user_ips: Vec<u64> = Vec::new();
     let mut tasks = Tasks::default();
-    let mut stack_ids: HashMap<(u32, Vec<Frame>), u32> = HashMap::new();
+    let mut stack_ids = StackIndex::default();
     let mut comm_ids: HashMap<String, u32> = HashMap::new();
     let mut first_attr: Option<usize> = None;
     let mut frames: Vec<Frame> = Vec::new();
@@ -301,9 +369,7 @@ fn read_with(
                 tasks.comms.insert(tid, comm);
             }
             if pid != ppid {
-                if let Some(maps) = tasks.maps.get(&ppid).cloned() {
-                    tasks.maps.insert(pid, maps);
-                }
+                tasks.fork(ppid, pid);
                 if let Some(unwinder) = unwinder.as_deref_mut() {
                     unwinder.fork(ppid, pid);
                 }
@@ -345,13 +411,13 @@ fn read_with(
                 if unwinding && !kernel {
                     continue;
                 }
-                frames.push(tasks.frame(pid, ip, kernel, &raw.modules));
+                frames.push(tasks.frame(pid, ip, kernel));
             }
             if let (Some(unwinder), Some(user)) = (unwinder.as_deref_mut(), user.as_deref()) {
                 user_ips.clear();
                 unwinder.unwind(pid, user, &mut user_ips);
                 for ip in &user_ips {
-                    frames.push(tasks.frame(pid, *ip, false, &raw.modules));
+                    frames.push(tasks.frame(pid, *ip, false));
                 }
             }
             if frames.is_empty() {
@@ -368,15 +434,32 @@ fn read_with(
                 }
             };
             let key = (comm, std::mem::take(&mut frames));
-            let stack = match stack_ids.get(&key) {
+            let hash = stack_ids.hash(&key);
+            let stack = match stack_ids.find(&raw.stacks, &key, hash) {
                 Some(id) => {
-                    raw.stacks[*id as usize].1 += 1;
+                    raw.stacks[id as usize].1 += 1;
                     frames = key.1;
-                    *id
+                    id
                 }
                 None => {
+                    // Only a new stack can point into a file no stack did.
+                    for frame in &key.1 {
+                        if let Frame::User { module, .. } = frame {
+                            let module = *module as usize;
+                            if told.len() <= module {
+                                told.resize(raw.modules.len().max(module + 1), false);
+                            }
+                            if !told[module] {
+                                told[module] = true;
+                                let path = &raw.modules[module];
+                                if is_file(path) {
+                                    seen(path);
+                                }
+                            }
+                        }
+                    }
                     let id = raw.stacks.len() as u32;
-                    stack_ids.insert(key.clone(), id);
+                    stack_ids.insert(&key, hash, id);
                     raw.stacks.push((key, 1));
                     id
                 }
@@ -451,33 +534,45 @@ pub fn fold(
     inline: bool,
     mut sink: Option<&mut dyn SampleSink>,
 ) -> NativeFold {
+    // Each frame named once; each stack's string made once per raw stack and kept once
+    // per folded stack, with its id and count together (this loop runs per raw stack).
     let mut names: HashMap<(Frame, bool), String> = HashMap::new();
-    let mut counts: HashMap<String, u64> = HashMap::new();
+    let mut folded: HashMap<String, (u32, u64)> = HashMap::new();
     let mut out = NativeFold {
         samples: raw.total,
         unwind_incomplete: raw.unwind.incomplete,
         ..NativeFold::default()
     };
+    let roots: Vec<(String, bool)> = raw
+        .comms
+        .iter()
+        .map(|comm| {
+            let root = comm.replace(' ', "_");
+            let java = root.starts_with("java");
+            (root, java)
+        })
+        .collect();
+    let unnamed: Vec<bool> = raw
+        .modules
+        .iter()
+        .map(|path| is_file(path) && !symbols.modules.contains_key(path))
+        .collect();
     let mut missing = vec![false; raw.modules.len()];
     let mut folded_ids: Vec<u32> = Vec::with_capacity(raw.stacks.len());
-    let mut ids: HashMap<String, u32> = HashMap::new();
     let mut buffer: Vec<String> = Vec::new();
     for ((comm, frames), count) in &raw.stacks {
-        let root = raw.comms[*comm as usize].replace(' ', "_");
-        let java = root.starts_with("java");
-        let mut stack = root;
+        let (root, java) = &roots[*comm as usize];
+        let java = *java;
+        let mut stack = root.clone();
         let (mut unresolved, mut jit) = (false, false);
         for frame in frames.iter().rev() {
             match frame {
-                Frame::User { module, .. } => {
-                    let path = &raw.modules[*module as usize];
-                    if is_file(path) && !symbols.modules.contains_key(path) {
-                        unresolved = true;
-                        missing[*module as usize] = true;
-                    }
+                Frame::User { module, .. } if unnamed[*module as usize] => {
+                    unresolved = true;
+                    missing[*module as usize] = true;
                 }
                 Frame::Jit { pid, .. } => jit |= !symbols.perf_maps.contains_key(pid),
-                Frame::Kernel(_) | Frame::Unmapped => {}
+                _ => {}
             }
             let name = names.entry((*frame, java)).or_insert_with(|| {
                 buffer.clear();
@@ -495,15 +590,21 @@ pub fn fold(
         if jit {
             out.jit_samples += count;
         }
-        let next = ids.len() as u32;
-        let id = *ids.entry(stack.clone()).or_insert_with(|| {
-            if let Some(sink) = sink.as_deref_mut() {
-                sink.new_stack(next, &stack);
+        let next = folded.len() as u32;
+        let id = match folded.entry(stack) {
+            std::collections::hash_map::Entry::Occupied(mut known) => {
+                known.get_mut().1 += count;
+                known.get().0
             }
-            next
-        });
+            std::collections::hash_map::Entry::Vacant(new) => {
+                if let Some(sink) = sink.as_deref_mut() {
+                    sink.new_stack(next, new.key());
+                }
+                new.insert((next, *count));
+                next
+            }
+        };
         folded_ids.push(id);
-        *counts.entry(stack).or_default() += count;
     }
     if let Some(sink) = sink {
         for s in &raw.samples {
@@ -526,7 +627,7 @@ pub fn fold(
         .filter(|(_, m)| *m)
         .map(|(p, _)| p.clone())
         .collect();
-    out.folded = Folded::from_pairs(counts.into_iter());
+    out.folded = Folded::from_pairs(folded.into_iter().map(|(stack, (_, count))| (stack, count)));
     out
 }
 
@@ -592,4 +693,61 @@ fn name_frame(
         java,
         out,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two different stacks given one hash (as a 64-bit hash may, seldom): each is found
+    /// as itself, neither as the other.
+    #[test]
+    fn stacks_whose_hashes_collide_stay_apart() {
+        let a = (0, vec![Frame::Kernel(1)]);
+        let b = (0, vec![Frame::Kernel(2)]);
+        let mut index = StackIndex::default();
+        let mut stacks = vec![(a.clone(), 1)];
+        index.insert(&a, 7, 0);
+        assert_eq!(index.find(&stacks, &a, 7), Some(0));
+        assert_eq!(index.find(&stacks, &b, 7), None);
+        stacks.push((b.clone(), 1));
+        index.insert(&b, 7, 1);
+        assert_eq!(index.find(&stacks, &b, 7), Some(1));
+        assert_eq!(index.find(&stacks, &a, 7), Some(0));
+        assert_eq!(index.find(&stacks, &a, index.hash(&a)), None);
+    }
+
+    /// The mapping remembered from the frame before is not used once a new mapping, or a
+    /// fork, changed what is mapped where.
+    #[test]
+    fn a_frame_is_named_by_the_mapping_that_holds_it_now() {
+        let mut modules = Vec::new();
+        let mut tasks = Tasks::default();
+        let (lib, other, jit) = (
+            tasks.module_id("/lib/a.so", &mut modules),
+            tasks.module_id("/lib/b.so", &mut modules),
+            tasks.module_id("//anon", &mut modules),
+        );
+        tasks.map(1, 0x1000, 0x1000, 0x100, lib);
+        let user = |module, offset| Frame::User { module, offset };
+        assert_eq!(tasks.frame(1, 0x1500, false), user(lib, 0x600));
+        assert_eq!(tasks.frame(1, 0x1600, false), user(lib, 0x700));
+        tasks.map(1, 0x1400, 0x400, 0, other);
+        assert_eq!(tasks.frame(1, 0x1500, false), user(other, 0x100));
+        assert_eq!(tasks.frame(1, 0x1900, false), user(lib, 0xa00));
+        assert_eq!(tasks.frame(1, 0x2000, false), Frame::Unmapped);
+        assert_eq!(tasks.frame(2, 0x1500, false), Frame::Unmapped);
+        tasks.fork(1, 2);
+        assert_eq!(tasks.frame(2, 0x1500, false), user(other, 0x100));
+        tasks.map(2, 0x1000, 0x1000, 0, jit);
+        assert_eq!(
+            tasks.frame(2, 0x1500, false),
+            Frame::Jit {
+                pid: 2,
+                address: 0x1500
+            }
+        );
+        assert_eq!(tasks.frame(1, 0x1500, false), user(other, 0x100));
+        assert_eq!(tasks.frame(1, 0x1500, true), Frame::Kernel(0x1500));
+    }
 }

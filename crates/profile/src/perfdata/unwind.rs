@@ -345,6 +345,11 @@ impl<'a> DwarfUnwinder<'a> {
         ));
     }
 
+    /// Lets the binaries' mappings go on a thread of their own (see `drop_aside`).
+    pub fn release(self) {
+        super::drop_aside((self.binaries, self.processes));
+    }
+
     /// A new process starts with its parent's mappings.
     pub fn fork(&mut self, parent: u32, child: u32) {
         if let Some(unwinder) = self.processes.get(&parent).cloned() {
