@@ -13,7 +13,7 @@
 #
 #   scripts/bench-dwarf.sh [--container NAME] [SECONDS] [HZ]   (defaults: 20 s at 999 Hz)
 #   KEEP=1 keeps the work directory; QUIET=1 pauses the running containers while timing;
-#   RUNS=N times each fold N times (the median run printed).
+#   RUNS=N times each fold N times, the tools taking turns (the median run printed).
 # Needs perf, /usr/bin/time, gcc, python3 and target/release/devprof (and, for a
 # container, the devnet with perf in the container, and root for chroot); samply from $SAMPLY, PATH, or installed
 # into a temporary directory (cargo install samply).
@@ -74,24 +74,25 @@ if [ -n "${QUIET:-}" ]; then
     sleep 3
 fi
 
-# name, command: wall, user+sys CPU, peak RSS from /usr/bin/time -v; with RUNS=N (default
-# 1) the command runs N times and the run of median wall time is printed, with the range.
-measure() {
+# name, command: one run's wall, user+sys CPU and peak RSS (from /usr/bin/time -v),
+# added to the name's runs.
+time_once() {
     local name="$1"; shift
-    local run
-    for run in $(seq "${RUNS:-1}"); do
-        # Wall time to the millisecond (time's own is to 10 ms, a sixth of a small fold).
-        local start end
-        start=$(date +%s%N)
-        /usr/bin/time -v -o "$work/$name.time" "$@" 2>"$work/$name.err" >/dev/null
-        end=$(date +%s%N)
-        awk -F': ' -v wall="$(( (end - start) / 1000000 ))" '
-            BEGIN { wall /= 1000 }
-            /User time/ { cpu += $2 } /System time/ { cpu += $2 }
-            /Maximum resident/ { rss = $2 / 1024 }
-            END { printf "%.3f %.2f %.0f\n", wall, cpu, rss }' "$work/$name.time" >>"$work/$name.runs"
-    done
-    sort -n "$work/$name.runs" | awk -v name="$name" '
+    # Wall time to the millisecond (time's own is to 10 ms, a sixth of a small fold).
+    local start end
+    start=$(date +%s%N)
+    /usr/bin/time -v -o "$work/$name.time" "$@" 2>"$work/$name.err" >/dev/null
+    end=$(date +%s%N)
+    awk -F': ' -v wall="$(( (end - start) / 1000000 ))" '
+        BEGIN { wall /= 1000 }
+        /User time/ { cpu += $2 } /System time/ { cpu += $2 }
+        /Maximum resident/ { rss = $2 / 1024 }
+        END { printf "%.3f %.2f %.0f\n", wall, cpu, rss }' "$work/$name.time" >>"$work/$name.runs"
+}
+
+# The run of median wall time of a name, with the range.
+summarize() {
+    sort -n "$work/$1.runs" | awk -v name="$1" '
         { wall[NR] = $1; cpu[NR] = $2; rss[NR] = $3 }
         END { m = int((NR + 1) / 2)
               printf "%-22s wall %7.3f s (%.3f-%.3f)  cpu %7.2f s  peak RSS %6.0f MiB  (%d runs)\n",
@@ -103,19 +104,29 @@ measure() {
 # of CPU) and keeps them, as a capture's fold does; perf script reads the copy perf record
 # kept in ~/.debug. The first fold is timed apart ("native-first").
 mkdir "$work/.symbols"
-RUNS=1 measure native-first "$devprof" fold "$work/bench.data" --symfs "$root" -o "$work/native.folded"
-measure native "$devprof" fold "$work/bench.data" --symfs "$root" -o "$work/native.folded"
-measure perf-script sh -c "perf script -i '$work/bench.data' --symfs '$root' -F comm,pid,tid,time,event,ip,sym,dso --no-inline 2>/dev/null | '$devprof' fold - -o '$work/script.folded'"
-if [ -n "$samply" ]; then
-    if [ "$root" = / ]; then
-        measure samply "$samply" import "$work/bench.data" --save-only --unstable-presymbolicate -o "$work/samply.json.gz"
-    else
-        # Chrooted into the container's files, where the recorded paths lead to its binaries.
-        cp "$samply" "$root/samply"; ln "$work/bench.data" "$root/bench.data"
-        measure samply chroot "$root" /samply import /bench.data --save-only --unstable-presymbolicate -o /samply.json.gz
-        mv "$root"/samply.json* "$work/"
-    fi
+time_once native-first "$devprof" fold "$work/bench.data" --symfs "$root" -o "$work/native.folded"
+summarize native-first
+if [ -n "$samply" ] && [ "$root" != / ]; then
+    # Chrooted into the container's files, where the recorded paths lead to its binaries.
+    cp "$samply" "$root/samply"; ln "$work/bench.data" "$root/bench.data"
 fi
+# RUNS=N (default 1) rounds, each tool once per round: a drift of the machine's speed
+# (steal time) falls on every tool alike.
+tools="native perf-script"
+[ -z "$samply" ] || tools="$tools samply"
+for run in $(seq "${RUNS:-1}"); do
+    time_once native "$devprof" fold "$work/bench.data" --symfs "$root" -o "$work/native.folded"
+    time_once perf-script sh -c "perf script -i '$work/bench.data' --symfs '$root' -F comm,pid,tid,time,event,ip,sym,dso --no-inline 2>/dev/null | '$devprof' fold - -o '$work/script.folded'"
+    if [ -z "$samply" ]; then
+        :
+    elif [ "$root" = / ]; then
+        time_once samply "$samply" import "$work/bench.data" --save-only --unstable-presymbolicate -o "$work/samply.json.gz"
+    else
+        time_once samply chroot "$root" /samply import /bench.data --save-only --unstable-presymbolicate -o /samply.json.gz
+    fi
+done
+for name in $tools; do summarize "$name"; done
+if [ -n "$samply" ] && [ "$root" != / ]; then mv "$root"/samply.json* "$work/"; fi
 
 python3 - "$work" <<'PY'
 import os, sys
