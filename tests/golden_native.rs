@@ -62,8 +62,23 @@ fn counts(folded: &Folded) -> BTreeMap<String, u64> {
 /// Folds NAME both ways and checks totals and the share of identical stacks, listing the
 /// stacks that differ when it fails.
 fn agrees_with_perf_script(name: &str) {
-    let raw = stacks::read(&data(&format!("{name}.data")), false, &mut |_| {}).unwrap();
+    let mut told = Vec::new();
+    let raw = stacks::read(&data(&format!("{name}.data")), false, &mut |path| {
+        told.push(path.to_string())
+    })
+    .unwrap();
+    told_each_file_used_once(told, &raw);
     agrees(name, &raw);
+}
+
+/// The read told its caller of every file its stacks point into, each once: the names of
+/// a native fold are read from what it was told.
+fn told_each_file_used_once(mut told: Vec<String>, raw: &stacks::RawProfile) {
+    told.sort();
+    let mut used = raw.files_used();
+    used.sort();
+    assert!(!used.is_empty());
+    assert_eq!(told, used);
 }
 
 fn agrees(name: &str, raw: &stacks::RawProfile) {
@@ -122,8 +137,12 @@ fn native_fold_of_the_demo_node_matches_perf_script() {
 fn native_fold_of_a_dwarf_capture_matches_perf_script() {
     let root = data("host-dwarf-loop.root");
     let open = |path: &str| stacks::Image::map(&root.join(path.trim_start_matches('/'))).ok();
-    let raw =
-        stacks::read_unwound(&data("host-dwarf-loop.data"), false, &open, &mut |_| {}).unwrap();
+    let mut told = Vec::new();
+    let raw = stacks::read_unwound(&data("host-dwarf-loop.data"), false, &open, &mut |path| {
+        told.push(path.to_string())
+    })
+    .unwrap();
+    told_each_file_used_once(told, &raw);
     assert!(raw.unwind.unwound > 100, "{:?}", raw.unwind);
     assert!(
         raw.stacks

@@ -286,27 +286,16 @@ impl ModuleSymbols {
                 std::cmp::Reverse(name.len()),
             )
         };
-        let mut kept = 0;
-        let mut at = 0;
-        while at < symbols.len() {
-            let address = symbols[at].address;
-            let mut end = at + 1;
-            while end < symbols.len() && symbols[end].address == address {
-                end += 1;
-            }
-            let best = if end - at == 1 {
-                symbols[at]
-            } else {
-                *symbols[at..end]
+        let symbols = symbols
+            .chunk_by(|a, b| a.address == b.address)
+            .map(|aliases| match aliases {
+                [only] => *only,
+                _ => *aliases
                     .iter()
                     .min_by_key(|s| rank(s))
-                    .expect("a group has a symbol")
-            };
-            symbols[kept] = best;
-            kept += 1;
-            at = end;
-        }
-        symbols.truncate(kept);
+                    .expect("a group has a symbol"),
+            })
+            .collect();
         ModuleSymbols {
             segments,
             symbols,
