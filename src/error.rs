@@ -392,6 +392,11 @@ pub enum Error {
     #[error("interrupted")]
     Interrupted,
 
+    /// A failure a test asked for at one step of the lifecycle (debug builds only,
+    /// `DEVPROF_TEST_FAULT`).
+    #[error("a failure injected at the {step} step (DEVPROF_TEST_FAULT)")]
+    Injected { step: &'static str },
+
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -456,6 +461,7 @@ impl Error {
             Error::Docker { .. }
             | Error::UnsafeArchive { .. }
             | Error::CopyTooLarge { .. }
+            | Error::Injected { .. }
             | Error::Io { .. } => exit::FAILURE,
         }
     }

@@ -1,5 +1,8 @@
+//! The binary: parses the command line, runs the command (`commands::dispatch`), maps
+//! errors to exit codes.
+
 use devprof::cli::{Cli, Invocation};
-use devprof::exit;
+use devprof::error::exit;
 
 fn main() {
     let invocation = Cli::invocation();
@@ -11,7 +14,7 @@ fn main() {
         }
     };
     let result = match invocation {
-        Invocation::Run(cli) => runtime.block_on(devprof::run(*cli)),
+        Invocation::Run(cli) => runtime.block_on(devprof::commands::dispatch(*cli)),
         Invocation::CompleteTargets => {
             runtime.block_on(devprof::commands::completions::print_targets())
         }

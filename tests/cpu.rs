@@ -446,7 +446,7 @@ fn a_recording_is_checked_by_its_copy_and_a_missing_or_empty_one_fails_as_before
     ) {
         return;
     }
-    use devprof::engines::perf::bring_home;
+    use devprof::engines::select::bring_home;
     use devprof::store::Stem;
     let dir = format!("/tmp/{}", unique("devprof-test-home"));
     docker_ok(&[
@@ -474,9 +474,15 @@ fn a_recording_is_checked_by_its_copy_and_a_missing_or_empty_one_fails_as_before
         let stem = |prefix: &str| Stem::reserve(out.path(), prefix, chrono::Local::now()).unwrap();
 
         let whole = stem("whole");
-        bring_home(&shell, &format!("{dir}/whole.data"), "", &whole)
-            .await
-            .unwrap();
+        bring_home(
+            &shell,
+            &format!("{dir}/whole.data"),
+            "",
+            &whole,
+            &Default::default(),
+        )
+        .await
+        .unwrap();
         assert_eq!(std::fs::read(whole.path("data")).unwrap(), b"PERFILE2");
 
         // A copy that fails: the error, and the stem it left.
@@ -484,7 +490,9 @@ fn a_recording_is_checked_by_its_copy_and_a_missing_or_empty_one_fails_as_before
             let stem = stem(file);
             let path = format!("{dir}/{file}.data");
             (
-                bring_home(&shell, &path, stderr, &stem).await.unwrap_err(),
+                bring_home(&shell, &path, stderr, &stem, &Default::default())
+                    .await
+                    .unwrap_err(),
                 stem,
             )
         };

@@ -4,7 +4,7 @@
 //! llvm-addr2line says of the unstripped build (tests/data/go/tiny.addr2line, made by
 //! scripts/go-test-data.sh).
 
-use devprof::engines::perf::GoResolver;
+use devprof::engines::select::GoResolver;
 use devprof::profile::perfscript::{fold, FoldOptions, FrameResolver};
 use devprof::symbols::binary::GoBinary;
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! The expected figures were computed by an independent script over the same text
 //! (per-thread switch-out to switch-in intervals, exit return values), not by devprof.
 
-use devprof::engines::perf::go_resolver;
+use devprof::engines::select::go_resolver;
 use devprof::profile::offcpu::script::{for_each_record, for_each_record_resolved, Frame, Record};
 use devprof::profile::offcpu::summary::{Aggregator, Mode, Outcome, Summary};
 use devprof::symbols::binary::GoBinary;

@@ -492,3 +492,113 @@ fn the_monotonic_clock_maps_to_the_wall_clock_within_a_millisecond() {
     );
     assert!(median.abs() < 1_000_000, "median {median} ns: {deltas:?}");
 }
+
+/// Regression: `devprof offcpu` followed no log (its command never handed the marker rules
+/// on, which travelled in a process global only `cpu` and `profile` set), so an off-CPU
+/// capture kept no `.markers` and `top --slice block` on it found nothing to slice by.
+#[test]
+#[ignore = "needs the demo devnet"]
+fn an_offcpu_window_keeps_its_blocks_as_markers_and_is_sliced_by_them() {
+    let test = "an_offcpu_window_keeps_its_blocks_as_markers_and_is_sliced_by_them";
+    if !demo_container_ready(test, BLOCKS) {
+        return;
+    }
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["offcpu", BLOCKS, "4", "--config", "contextswitches"])
+        .assert()
+        .success();
+    let stem = only_capture(cwd.path(), BLOCKS, "offcpu-");
+    let listed = timelines::listed_files(&read_manifest(&stem));
+    assert!(listed.iter().any(|n| n.ends_with(".markers")), "{listed:?}");
+    let markers = read_markers(&stem);
+    let blocks = markers
+        .markers
+        .iter()
+        .filter(|m| m.name == "block" && m.set == "reth" && m.number.is_some())
+        .count();
+    assert!(blocks >= 3, "only {blocks} blocks in a 4 s window");
+    assert_eq!(
+        blocks,
+        logged_blocks(markers.header.since_ns, markers.header.until_ns)
+    );
+    let out = devprof(cwd.path())
+        .args(["top", BLOCKS, "--slice", "block", "--json"])
+        .assert()
+        .success();
+    let top: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let rows = top["intervals"].as_array().expect("intervals");
+    assert!(!rows.is_empty(), "no block intervals: {top}");
+    assert!(
+        rows.iter().any(|r| r["samples"].as_u64().unwrap_or(0) > 0),
+        "no interval holds an event: {top}"
+    );
+}
+
+#[test]
+#[ignore = "needs the demo devnet"]
+fn an_offcpu_window_follows_a_custom_mark_and_none_with_mark_off() {
+    let test = "an_offcpu_window_follows_a_custom_mark_and_none_with_mark_off";
+    if !demo_container_ready(test, BLOCKS) {
+        return;
+    }
+    let custom = workdir();
+    devprof(custom.path())
+        .args(["offcpu", BLOCKS, "3", "--config", "contextswitches"])
+        .args([
+            "--mark",
+            "off",
+            "--mark",
+            "tick=canonical chain number=(?P<number>\\d+)",
+        ])
+        .assert()
+        .success();
+    let stem = only_capture(custom.path(), BLOCKS, "offcpu-");
+    let markers = read_markers(&stem);
+    assert!(
+        markers.markers.iter().any(|m| m.name == "tick"),
+        "the custom rule kept nothing: {:?}",
+        markers.markers.iter().map(|m| &m.name).collect::<Vec<_>>()
+    );
+    assert!(
+        markers.markers.iter().all(|m| m.name == "tick"),
+        "a built-in set ran though turned off"
+    );
+    let off = workdir();
+    devprof(off.path())
+        .args([
+            "offcpu",
+            BLOCKS,
+            "3",
+            "--config",
+            "contextswitches",
+            "--mark",
+            "off",
+        ])
+        .assert()
+        .success();
+    let stem = only_capture(off.path(), BLOCKS, "offcpu-");
+    assert!(
+        !with_ext(&stem, "markers").exists(),
+        "--mark off kept a markers file"
+    );
+}
+
+#[test]
+fn offcpu_mark_help_prints_the_rule_sets_and_records_nothing() {
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args([
+            "offcpu",
+            "demo-seq",
+            "--config",
+            "contextswitches",
+            "--mark",
+            "help",
+        ])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("Built-in sets:"))
+        .stdout(predicates::str::contains("reth ("));
+    assert!(files_under(cwd.path()).is_empty());
+}

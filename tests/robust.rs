@@ -598,7 +598,7 @@ fn ctrl_c_while_folding_leaves_no_perf_script_in_the_target() {
             "perf-script",
         ],
     );
-    capture.wait_for_text(devprof::engines::perf::FOLDING_STARTED);
+    capture.wait_for_text(devprof::engines::select::FOLDING_STARTED);
     let started = Instant::now();
     while !container_processes(&node.0).contains(" script ") {
         assert!(
@@ -1158,7 +1158,7 @@ fn a_target_killed_while_folding_keeps_the_recording_and_the_command_to_fold_it(
             "--fold",
             "perf-script",
         ],
-        devprof::engines::perf::FOLDING_STARTED,
+        devprof::engines::select::FOLDING_STARTED,
     );
     assert!(
         stderr.contains(&format!("{} stopped during the fold", node.0)),

@@ -15,17 +15,6 @@ use tokio::sync::mpsc;
 /// line takes to reach a container on a loaded host (up to ~0.3 s seen here).
 pub const RELEASE_LEAD: Duration = Duration::from_millis(500);
 
-/// In a session, waits for the gate and then for the instant the recorders are released
-/// at (its opening plus the lead), so that a capture without a recorder of its own (a heap
-/// dump, a pprof fetch) opens its window with theirs; returns that instant. Outside a
-/// session returns None at once.
-pub async fn released() -> Option<Instant> {
-    let opened = super::gate::wait_for_start().await?;
-    let at = opened + RELEASE_LEAD;
-    tokio::time::sleep_until(at.into()).await;
-    Some(at)
-}
-
 /// A monotonic instant on this host's wall clock.
 pub fn instant_on_wall_clock(at: Instant) -> DateTime<Local> {
     let now = Instant::now();
@@ -161,7 +150,7 @@ const CATCHES_INT_FN: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::RECORDER_PIDFILE;
+    use crate::capture::record_script::RECORDER_PIDFILE;
 
     /// Regression: a Ctrl-C right after the window opened killed perf stat before it
     /// handled SIGINT, so nothing was counted or written ("stat.csv: No such file"). The
@@ -206,5 +195,90 @@ mod tests {
             "the recorder died of the signal: {status}"
         );
         assert_eq!(std::fs::read_to_string(&caught).unwrap(), "caught\n");
+    }
+
+    /// Runs the stop script on this host against a pidfile holding `pid_text`, with a
+    /// process whose command line names the workdir (the recorder) and one that does not
+    /// (a bystander); `kill` is a function that only writes down what it was asked to
+    /// signal (a check gone wrong must not signal this host's processes). Returns those
+    /// arguments.
+    fn stop_with_pidfile(pid_text: impl Fn(u32, u32) -> String) -> (Vec<String>, u32) {
+        let dir = tempfile::tempdir().unwrap();
+        let workdir = dir
+            .path()
+            .join("devprof.test")
+            .to_string_lossy()
+            .into_owned();
+        std::fs::create_dir(&workdir).unwrap();
+        // A shell whose command line names the workdir stands in for the recorder.
+        let mut recorder = std::process::Command::new("sh")
+            .args(["-c", "sleep 30", "sh", &format!("{workdir}/perf.data")])
+            .spawn()
+            .unwrap();
+        let mut bystander = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        std::fs::write(
+            format!("{workdir}/{RECORDER_PIDFILE}"),
+            pid_text(recorder.id(), bystander.id()),
+        )
+        .unwrap();
+        let log = dir.path().join("kills");
+        let script = format!(
+            "kill() {{ printf '%s\\n' \"$*\" >> {}; }}; {}",
+            quote(&log.to_string_lossy()),
+            stop_script(&workdir).replace("[ $i -lt 50 ]", "[ $i -lt 3 ]")
+        );
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        let recorder_pid = recorder.id();
+        for child in [&mut recorder, &mut bystander] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let kills = std::fs::read_to_string(&log).unwrap_or_default();
+        (kills.lines().map(String::from).collect(), recorder_pid)
+    }
+
+    #[test]
+    fn stop_recorder_signals_only_the_recorder_the_pidfile_names() {
+        let (kills, recorder) = stop_with_pidfile(|r, _| format!("{r}\n"));
+        assert_eq!(kills, [format!("-INT {recorder}")]);
+        // What the target's user may write there instead: nothing is signalled.
+        let never = |text: &dyn Fn(u32, u32) -> String| stop_with_pidfile(text).0;
+        assert_eq!(
+            never(&|_, b| b.to_string()),
+            Vec::<String>::new(),
+            "a foreign pid"
+        );
+        assert_eq!(
+            never(&|_, _| "-1".into()),
+            Vec::<String>::new(),
+            "every process"
+        );
+        assert_eq!(
+            never(&|_, _| "0".into()),
+            Vec::<String>::new(),
+            "the process group"
+        );
+        assert_eq!(never(&|r, _| format!("0{r}")), Vec::<String>::new());
+        assert_eq!(never(&|r, _| format!("{r} -1")), Vec::<String>::new());
+        assert_eq!(never(&|_, _| String::new()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn stop_and_cleanup_share_one_check_of_the_pidfile() {
+        let check = recorder_pid_fn("/tmp/devprof.x");
+        assert!(stop_script("/tmp/devprof.x").starts_with(&check));
+        // cleanup_workdir's script is built around the same function.
+        assert!(!check.contains("kill"));
     }
 }

@@ -110,7 +110,7 @@ impl Launch<'_> {
                 &head,
                 self.command,
                 Some((
-                    &format!("{wd}/{}", super::RECORDER_PIDFILE),
+                    &format!("{wd}/{}", super::record_script::RECORDER_PIDFILE),
                     &format!("{wd}/{name}.rc"),
                 )),
             ),
@@ -274,7 +274,7 @@ pub async fn prepare(
 }
 
 /// `prepare` for a found target: its process's working directory and user.
-pub async fn prepare_for<R>(target: &super::Target<R>, program: &str) -> Result<RunAs> {
+pub async fn prepare_for<R>(target: &super::target::Target<R>, program: &str) -> Result<RunAs> {
     let facts = &target.process_facts;
     prepare(
         &target.shell,
@@ -374,7 +374,7 @@ pub async fn stop_command(shell: &Shell, workdir: &str) {
          alive() {{ for q in $tree; do kill -0 $q 2>/dev/null && return 0; done; return 1; }}; \
          for sig in INT TERM KILL; do kill -$sig $tree 2>/dev/null; i=0; \
            while alive && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; alive || break; done; true",
-        pidfile = quote(&format!("{workdir}/{}", super::RECORDER_PIDFILE))
+        pidfile = quote(&format!("{workdir}/{}", super::record_script::RECORDER_PIDFILE))
     );
     let _ = shell.sh(&script).await;
 }

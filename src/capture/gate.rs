@@ -2,11 +2,10 @@
 //! (container, process, engine, sidecar, work directory), then waits here; the gate opens
 //! when every party has arrived or dropped out, so all recorders start together.
 //!
-//! A capture receives its ticket through a task-local scope rather than a parameter: the
-//! recipes stay exactly the ones the single-target commands run, and a recipe run outside
-//! a session finds no ticket and starts at once.
+//! A capture receives its ticket in its context (`Seat`): the recipes stay exactly the ones
+//! the single-target commands run, and a recipe run outside a session has no seat and
+//! starts at once.
 
-use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::watch;
@@ -111,69 +110,62 @@ impl Drop for Ticket {
     }
 }
 
-/// The session this process runs, once it has a name (its manifest's file name).
-static SESSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-pub fn set_session_name(name: &str) {
-    let _ = SESSION.set(name.to_string());
+/// A capture's place in a session: its ticket at the gate until its window opens, and the
+/// session's name for its manifest. Carried in the capture's context (`CaptureCtx`), so a
+/// recipe run outside a session has none and starts at once.
+pub struct Seat {
+    /// The session's manifest name, written into each capture's manifest.
+    pub session: String,
+    ticket: Option<Ticket>,
 }
 
-/// Written into each capture's manifest, so a capture names its session.
-pub fn session_name() -> Option<String> {
-    SESSION.get().cloned()
-}
-
-tokio::task_local! {
-    static TICKET: RefCell<Option<Ticket>>;
-}
-
-/// Runs `fut` (a capture recipe) with `ticket`: its recorder starts when the gate opens.
-/// When the recipe ends without reaching its window, the ticket drops out.
-pub async fn with_ticket<F: std::future::Future>(ticket: Ticket, fut: F) -> F::Output {
-    TICKET.scope(RefCell::new(Some(ticket)), fut).await
-}
-
-/// Whether this capture runs in a session (holds a ticket it has not used yet).
-pub fn in_session() -> bool {
-    TICKET.try_with(|t| t.borrow().is_some()).unwrap_or(false)
-}
-
-/// Resolves when this capture's session gate opens (None outside a session). It holds the
-/// gate, not the ticket: a recorder's own task waits on it, so that every recorder is
-/// released as the gate opens, whatever order the captures' futures are polled in.
-pub fn opening() -> Option<impl std::future::Future<Output = Instant> + Send + 'static> {
-    let gate = TICKET
-        .try_with(|t| t.borrow().as_ref().map(|ticket| ticket.gate.clone()))
-        .ok()
-        .flatten()?;
-    Some(async move { gate.opened().await })
-}
-
-/// How far this capture's endpoint clock runs ahead of this host's (behind when
-/// negative), as measured before the window; zero outside a session or where it was not
-/// measured. A container told to act at a host instant by its own clock would act that
-/// far off, so the instants it is sent are shifted by this. Read while the capture still
-/// holds its ticket (before `wait_for_start`).
-pub fn endpoint_clock_offset() -> chrono::TimeDelta {
-    let offset = TICKET
-        .try_with(|t| {
-            t.borrow()
-                .as_ref()
-                .map_or(0, |ticket| ticket.clock_offset_ns)
-        })
-        .unwrap_or(0);
-    chrono::TimeDelta::nanoseconds(offset)
-}
-
-/// Called by a recipe right before its window opens: waits for the session's other
-/// captures when it runs in one and returns when the gate opened (the session's windows
-/// end together, that long after it), else returns None at once.
-pub async fn wait_for_start() -> Option<Instant> {
-    let ticket = TICKET.try_with(|t| t.borrow_mut().take()).ok().flatten();
-    match ticket {
-        Some(ticket) => Some(ticket.arrive().await),
-        None => None,
+impl Seat {
+    pub fn new(session: String, ticket: Ticket) -> Self {
+        Seat {
+            session,
+            ticket: Some(ticket),
+        }
     }
+
+    /// Whether the capture still waits for the gate (holds a ticket it has not used).
+    pub fn waiting(&self) -> bool {
+        self.ticket.is_some()
+    }
+
+    /// Resolves when the session's gate opens (None once the ticket is used). It holds the
+    /// gate, not the ticket: a recorder's own task waits on it, so that every recorder is
+    /// released as the gate opens, whatever order the captures' futures are polled in.
+    pub fn opening(&self) -> Option<impl std::future::Future<Output = Instant> + Send + 'static> {
+        let gate = self.ticket.as_ref()?.gate.clone();
+        Some(async move { gate.opened().await })
+    }
+
+    /// How far this capture's endpoint clock runs ahead of this host's (behind when
+    /// negative), as measured before the window; zero where it was not measured. A
+    /// container told to act at a host instant by its own clock would act that far off, so
+    /// the instants it is sent are shifted by this. Read before `wait_for_start`.
+    pub fn endpoint_clock_offset(&self) -> chrono::TimeDelta {
+        let offset = self.ticket.as_ref().map_or(0, |t| t.clock_offset_ns);
+        chrono::TimeDelta::nanoseconds(offset)
+    }
+
+    /// Arrives at the gate with the ticket, once, and returns when the gate opened (the
+    /// session's windows end together, that long after it); None once the ticket is used.
+    pub async fn wait_for_start(&mut self) -> Option<Instant> {
+        Some(self.ticket.take()?.arrive().await)
+    }
+}
+
+/// What a recipe calls right before its window opens: waits for the session's other
+/// captures when it has a seat and returns when the gate opened, else returns None at
+/// once.
+pub async fn wait_for_start(seat: Option<&mut Seat>) -> Option<Instant> {
+    seat?.wait_for_start().await
+}
+
+/// Whether a capture with `seat` still waits for a session's gate.
+pub fn in_session(seat: Option<&Seat>) -> bool {
+    seat.is_some_and(Seat::waiting)
 }
 
 #[cfg(test)]
@@ -187,10 +179,11 @@ mod tests {
         let a = gate.ticket();
         let b = gate.ticket();
         let c = gate.ticket();
-        let waiting = tokio::spawn(with_ticket(a, async {
-            wait_for_start().await;
+        let mut seat = Seat::new("s".into(), a);
+        let waiting = tokio::spawn(async move {
+            seat.wait_for_start().await;
             Instant::now()
-        }));
+        });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(gate.opened_at().is_none(), "one of three arrived");
         drop(b);
@@ -203,15 +196,20 @@ mod tests {
 
     #[tokio::test]
     async fn a_recipe_outside_a_session_starts_at_once() {
-        tokio::time::timeout(Duration::from_secs(1), wait_for_start())
+        let started = tokio::time::timeout(Duration::from_secs(1), wait_for_start(None))
             .await
-            .expect("no ticket: no wait");
+            .expect("no seat: no wait");
+        assert!(started.is_none());
     }
 
     #[tokio::test]
     async fn a_recipe_that_fails_before_its_window_releases_the_others() {
         let gate = StartGate::new(2);
-        let failing = with_ticket(gate.ticket(), async { Err::<(), &str>("stopped") });
+        let seat = Seat::new("s".into(), gate.ticket());
+        let failing = async move {
+            let _seat = seat;
+            Err::<(), &str>("stopped")
+        };
         assert!(failing.await.is_err());
         tokio::time::timeout(Duration::from_secs(1), gate.ticket().arrive())
             .await

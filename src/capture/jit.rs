@@ -2,7 +2,7 @@
 //! the end of the window (so it lists everything compiled up to then), and in sidecar mode
 //! the map is placed where the sidecar's perf looks for it.
 
-use super::Target;
+use super::target::Target;
 use crate::runtime::jvm::{self, JvmOptions};
 use crate::runtime::Runtime;
 use crate::signals::Interrupts;

@@ -4,19 +4,19 @@
 //! The manifest lists it with what failed and the command that analyses it again, and the
 //! error says the same.
 
-use super::session::ARTIFACT_EXTENSIONS;
 use crate::error::Error;
 use crate::settings::CallGraph;
-use crate::store::{Manifest, Stem};
+use crate::store::{Manifest, Stem, ARTIFACT_EXTENSIONS};
 use crate::text::{first_line, shell_word};
 use std::path::PathBuf;
 
 /// How a kept recording is analysed again, by the commands devprof offers.
-pub enum Again<'a> {
+#[derive(Debug, Clone)]
+pub enum Again {
     /// A CPU capture: folded (and drawn) from perf.data.
     Fold {
         call_graph: CallGraph,
-        container: &'a str,
+        container: String,
     },
     /// An off-CPU capture: its events summarized from perf.data, locally.
     Summarize,
@@ -24,13 +24,13 @@ pub enum Again<'a> {
     /// (`local`: every copy of the capture), rendered again from the container by their
     /// paths there (`paths`, for `--files`; the copies in the store are reused).
     Heap {
-        container: &'a str,
+        container: String,
         paths: Vec<String>,
         local: Vec<PathBuf>,
     },
 }
 
-impl Again<'_> {
+impl Again {
     /// The command line, for this stem's files.
     pub fn command(&self, stem: &Stem) -> String {
         let data = stem.path("data").display().to_string();
@@ -206,7 +206,7 @@ mod tests {
         };
         let again = Again::Fold {
             call_graph: CallGraph::FramePointer,
-            container: "demo-seq",
+            container: "demo-seq".into(),
         };
         let err = keep_or_discard(&stem, Manifest::default(), failure, &again);
         assert!(stem.path("data").is_file());
@@ -221,7 +221,7 @@ mod tests {
             text.contains(&format!("devprof fold {}", stem.path("data").display())),
             "{text}"
         );
-        assert_eq!(err.exit_code(), crate::exit::PROFILER);
+        assert_eq!(err.exit_code(), crate::error::exit::PROFILER);
         let (manifest, files) = written_manifest(&stem);
         assert!(files.contains(&stem.file_name("data")), "{files:?}");
         let notes = manifest["notes"].to_string();
@@ -252,7 +252,7 @@ mod tests {
         std::fs::write(&dump, b"heap_v2/524288\n").unwrap();
         std::fs::write(stem.path("folded"), b"half").unwrap();
         let again = Again::Heap {
-            container: "demo-seq",
+            container: "demo-seq".into(),
             paths: vec!["/profiling/jeprof.7.3.m1.heap".into()],
             local: vec![dump.clone(), dir.path().join("never-copied.heap")],
         };
@@ -283,7 +283,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let stem = Stem::reserve(dir.path(), "heap", Local::now()).unwrap();
         let again = Again::Heap {
-            container: "demo-seq",
+            container: "demo-seq".into(),
             paths: vec!["/profiling/jeprof.7.3.m1.heap".into()],
             local: Vec::new(),
         };

@@ -1,7 +1,7 @@
 //! What every capture's manifest and flamegraph titles share: the container, the process,
 //! the engine's tool, the window.
 
-use super::Target;
+use super::target::Target;
 use crate::docker::target::{ContainerInfo, ProcInfo};
 use crate::engines::Tool;
 use crate::runtime::{ProcessFacts, Runtime};

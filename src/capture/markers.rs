@@ -3,9 +3,9 @@
 //! (`profile::markers`), and when the window closes the lines stamped inside it that are
 //! still on their way are read back once from the engine's log (the stream is drained
 //! briefly where that read fails), then the markers of the
-//! window are written as `<stem>.markers`. The one hook is `session::record`; the rules
-//! come from the command line once per run (`configure`), like the session's name in
-//! `gate`, so every kind's recipe gets them without carrying them.
+//! window are written as `<stem>.markers`. The one hook is `window::record`; the rules
+//! come from the capture's context (`CaptureCtx::marks`), so every kind's recipe follows
+//! the same rules without carrying them.
 //!
 //! Lines are data: bounded in length (`docker::logs`), cleaned and matched only
 //! (`profile::markers::rules`), bounded in count (`MAX_MARKERS`).
@@ -17,18 +17,9 @@ use crate::profile::markers::rules::{clean_line, Matcher, Rule};
 use crate::profile::markers::{Header, MarkPlan, Marker, Markers, RuleRecord, MAX_MARKERS};
 use crate::store::Stem;
 use chrono::{DateTime, Local};
-use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-
-static PLAN: OnceLock<MarkPlan> = OnceLock::new();
-
-/// Sets this run's marker rules (once; commands that record call it). A run that never
-/// calls it (stat, heap) follows no logs.
-pub fn configure(plan: MarkPlan) {
-    let _ = PLAN.set(plan);
-}
 
 /// The rules for `container`, empty when none apply.
 pub fn rules_for(plan: &MarkPlan, container: &ContainerInfo) -> Vec<Rule> {
@@ -127,9 +118,13 @@ fn line_key(line: &LogLine) -> (i64, u64) {
     (line.time_ns, hasher.finish())
 }
 
-/// Starts following `container`'s logs now, when this run has rules for it.
-pub fn follow(docker: &Docker, container: &ContainerInfo) -> Option<Follower> {
-    let plan = PLAN.get()?;
+/// Starts following `container`'s logs now, when `plan` has rules for it.
+pub fn follow(
+    plan: Option<&MarkPlan>,
+    docker: &Docker,
+    container: &ContainerInfo,
+) -> Option<Follower> {
+    let plan = plan?;
     let rules = rules_for(plan, container);
     if rules.is_empty() {
         return None;

@@ -3,9 +3,12 @@
 //! (alone or in a session) is started before the release with its events disabled and enabled by it
 //! (`perf record -D -1 --control fifo:...`), so that its start-up is not in the window.
 
-use super::RECORDER_PIDFILE;
 use crate::text::quote;
 use std::time::Duration;
+
+/// The recorder's pidfile in a capture's workdir, written by the shell that becomes the
+/// recorder; the window's stop and the clean-up signal only the pid it names.
+pub const RECORDER_PIDFILE: &str = "recorder.pid";
 
 /// The line the record script prints right before it becomes the recorder (or enables it):
 /// its arrival is the start of the window as seen from here, outside a session.

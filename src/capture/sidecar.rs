@@ -5,7 +5,7 @@
 //! /proc/<pid>/root. The sidecar is labelled, removes itself when its lifetime ends, and
 //! devprof removes it as soon as the capture is over.
 
-use super::{choose_process, Located, Target};
+use super::target::{choose_process, Located, Sidecar, Target};
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{ContainerInfo, ProcessSelector};
 use crate::docker::SidecarSpec;
@@ -14,13 +14,6 @@ use crate::error::{Error, Result};
 use crate::settings::Placement;
 use crate::text::first_line;
 use std::time::Duration;
-
-/// A running sidecar and the privileges it was given.
-#[derive(Debug, Clone)]
-pub struct Sidecar {
-    pub info: ContainerInfo,
-    pub privileges: String,
-}
 
 /// One step of the privilege ladder.
 struct Tier {
@@ -143,23 +136,11 @@ pub async fn start<E: Engine>(
                 if tier.privileged || tier.cap_add.contains(&"SYS_ADMIN") {
                     eprintln!("note: the sidecar needed {}", tier.why);
                 }
-                return Ok(Target {
-                    shell,
-                    container: container.clone(),
-                    facts,
-                    process,
-                    process_facts: located.process_facts.clone(),
-                    runtime: located.runtime,
-                    go: located.go.clone(),
-                    ready,
-                    sidecar: Some(Sidecar {
-                        info,
-                        privileges: privileges_text(tier),
-                    }),
-                    sysctls: None,
-                    early_workdir: Default::default(),
-                    cleaned_workdir: Default::default(),
-                });
+                let sidecar = Sidecar {
+                    info,
+                    privileges: privileges_text(tier),
+                };
+                return Ok(located.beside(shell, facts, process, ready, sidecar));
             }
             Err(e) => {
                 docker.remove_container(&info.id).await;

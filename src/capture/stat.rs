@@ -4,27 +4,28 @@
 //! (`stat-<time>.json`), perf's own CSV beside it.
 
 use super::command::{self, Launch, RunAs, RunEnd};
+use super::context::CaptureCtx;
+use super::kept::Again;
+use super::lifecycle::{self, Captured, Recipe, Run as CaptureRun, WindowPlan, Written};
 use super::manifest::{manifest_for, ManifestBase};
-use super::run::{self, perf_placed};
-use super::Target;
+use super::place;
+use super::target::{Located, Target, TargetSpec};
+use super::window::Recording;
 use crate::docker::{ContainerShell, Shell};
-use crate::engines::perf::{first_error_line, PerfEngine, PerfReady};
-use crate::engines::Engine;
+use crate::engines::select::{self, PerfReady};
+use crate::engines::{Ahead, RecorderFacts};
 use crate::error::{Error, Result};
 use crate::profile::stat::{self, Counter, Reading, Run, StatRecord};
-use crate::settings::{CaptureMode, StatSettings, StatSource};
-use crate::signals::Interrupts;
-use crate::store::{self, Manifest, Stem};
-use crate::text::quote;
+use crate::settings::{CaptureMode, EngineSpec, StatSettings, StatSource};
+use crate::store::{Manifest, Stem};
+use crate::text::{first_error_line, quote};
+use std::path::Path;
 use std::time::Duration;
-
-/// What a finished stat capture produced.
-pub type StatOutcome = super::Captured;
 
 /// Longest one run of a command may take.
 const RUN_LIMIT: Duration = Duration::from_secs(3600);
 
-pub async fn run_stat(settings: &StatSettings, interrupts: &mut Interrupts) -> Result<StatOutcome> {
+pub async fn run_stat(settings: &StatSettings, ctx: &mut CaptureCtx) -> Result<Captured> {
     if matches!(settings.source, StatSource::Command { .. })
         && settings.placement.mode == CaptureMode::Sidecar
     {
@@ -34,71 +35,129 @@ pub async fn run_stat(settings: &StatSettings, interrupts: &mut Interrupts) -> R
                 .into(),
         ));
     }
-    perf_placed(
-        &settings.target,
-        &settings.process,
-        &settings.placement,
-        false,
-        async |target| stat_with(target, settings, interrupts).await,
-    )
-    .await
+    lifecycle::run(StatRecipe::new(settings), ctx).await
 }
 
-async fn stat_with(
-    target: &Target<PerfReady>,
-    settings: &StatSettings,
-    interrupts: &mut Interrupts,
-) -> Result<StatOutcome> {
-    // perf names an event it does not know before anything is counted or written.
-    check_events(target, settings).await?;
-    let run_as = match &settings.source {
-        StatSource::Command { argv, .. } => Some(command::prepare_for(target, &argv[0]).await?),
-        StatSource::Window(_) => None,
-    };
-    if interrupts.pending() {
-        return Err(Error::Interrupted);
+/// A stat capture: its settings, and who a command runs as.
+pub struct StatRecipe<'s> {
+    settings: &'s StatSettings,
+    target: TargetSpec,
+    run_as: Option<RunAs>,
+    /// perf stat's command line over the window.
+    argv: Vec<String>,
+}
+
+impl<'s> StatRecipe<'s> {
+    pub fn new(settings: &'s StatSettings) -> Self {
+        StatRecipe {
+            settings,
+            target: TargetSpec {
+                name: settings.target.clone(),
+                process: settings.process.clone(),
+            },
+            run_as: None,
+            argv: Vec::new(),
+        }
     }
-    target
-        .in_workdir(
-            async |workdir| count(target, settings, run_as.as_ref(), workdir, interrupts).await,
-            async |_| {},
-        )
-        .await
+}
+
+impl Recipe for StatRecipe<'_> {
+    type Ready = PerfReady;
+
+    fn prefix(&self) -> &'static str {
+        "stat"
+    }
+
+    fn target(&self) -> &TargetSpec {
+        &self.target
+    }
+
+    fn store(&self) -> &Path {
+        &self.settings.output_dir
+    }
+
+    fn ahead(&self, _ctx: &CaptureCtx) -> Ahead {
+        Ahead::for_spec(&EngineSpec::Perf, self.settings.placement.mode, None)
+    }
+
+    async fn place(&mut self, mut located: Located, ctx: &CaptureCtx) -> Result<Target<PerfReady>> {
+        let engine = select::perf(std::mem::take(&mut located.asked));
+        place::engine(&engine, located, &self.settings.placement, false, ctx).await
+    }
+
+    async fn check(&mut self, target: &Target<PerfReady>, _ctx: &mut CaptureCtx) -> Result<()> {
+        // perf names an event it does not know before anything is counted or written.
+        check_events(target, self.settings).await?;
+        if let StatSource::Command { argv, .. } = &self.settings.source {
+            self.run_as = Some(command::prepare_for(target, &argv[0]).await?);
+        }
+        Ok(())
+    }
+
+    async fn window(&mut self, run: &CaptureRun<'_, PerfReady>) -> Result<Option<WindowPlan>> {
+        let StatSource::Window(duration) = self.settings.source else {
+            return Ok(None);
+        };
+        let target = run.target;
+        let csv_path = format!("{}/stat.csv", run.workdir());
+        let mut argv = target
+            .ready
+            .stat(Some(&csv_path), &events_arg(self.settings));
+        argv.extend([
+            "-p".into(),
+            target.process.pid.to_string(),
+            // --timeout rather than `-- sleep N`: perf stat ignores SIGINT while a workload
+            // runs, and Ctrl-C must end the window early with the counts so far.
+            "--timeout".into(),
+            duration.as_millis().to_string(),
+        ]);
+        self.argv = argv.clone();
+        Ok(Some(WindowPlan {
+            argv,
+            duration,
+            label: format!(
+                "counting {} ({} events)",
+                target.container.name,
+                self.settings.events.len()
+            ),
+            // perf stat -p counts on after its target exits, until its workload ends.
+            facts: RecorderFacts::default(),
+            ..Default::default()
+        }))
+    }
+
+    async fn analyse(
+        &mut self,
+        run: &CaptureRun<'_, PerfReady>,
+        recording: Option<Recording>,
+        ctx: &mut CaptureCtx,
+    ) -> Result<Written> {
+        match (&self.settings.source, recording) {
+            (StatSource::Window(duration), Some(recording)) => {
+                count_window(run, self.settings, *duration, recording, &self.argv).await
+            }
+            (StatSource::Command { argv, repeat }, _) => {
+                let runs = Runs {
+                    command: argv,
+                    repeat: *repeat,
+                    run_as: self.run_as.as_ref().expect("a command run was prepared"),
+                };
+                count_runs(run, self.settings, &runs, ctx).await
+            }
+            (StatSource::Window(_), None) => unreachable!("a window was recorded"),
+        }
+    }
 }
 
 fn events_arg(settings: &StatSettings) -> String {
     settings.events.join(",")
 }
 
-/// `perf stat -x, -o CSV -e EVENTS`: what both forms count with.
-fn perf_stat(target: &Target<PerfReady>, settings: &StatSettings, csv: &str) -> Vec<String> {
-    vec![
-        target.ready.perf.path.clone(),
-        "stat".into(),
-        "-x,".into(),
-        "-o".into(),
-        csv.to_string(),
-        "-e".into(),
-        events_arg(settings),
-    ]
-}
-
 async fn check_events(target: &Target<PerfReady>, settings: &StatSettings) -> Result<()> {
-    let perf = &target.ready.perf.path;
-    let pid = target.process.pid.to_string();
-    let events = events_arg(settings);
-    let argv = [
-        perf.as_str(),
-        "stat",
-        "-x,",
-        "-e",
-        &events,
-        "-p",
-        &pid,
-        "--",
-        "sleep",
-        "0.01",
-    ];
+    let perf = target.ready.path();
+    let mut argv = target.ready.stat(None, &events_arg(settings));
+    argv.extend(["-p", &target.process.pid.to_string(), "--", "sleep", "0.01"].map(String::from));
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let out = target.shell.run(&argv).await?;
     if let Some(shown) = stat::unknown_event(&out.stderr) {
         // perf shows the list cut short around the error: ask for each event alone.
@@ -128,61 +187,15 @@ async fn check_events(target: &Target<PerfReady>, settings: &StatSettings) -> Re
     Ok(())
 }
 
-async fn count(
-    target: &Target<PerfReady>,
-    settings: &StatSettings,
-    run_as: Option<&RunAs>,
-    workdir: &str,
-    interrupts: &mut Interrupts,
-) -> Result<StatOutcome> {
-    let run = run::Run::new(target, workdir, &settings.output_dir, "stat")?;
-    let stem = &run.stem;
-    let result = match &settings.source {
-        StatSource::Window(duration) => count_window(&run, settings, *duration, interrupts).await,
-        StatSource::Command { argv, repeat } => {
-            let run_as = run_as.expect("a command run was prepared");
-            let runs = Runs {
-                command: argv,
-                repeat: *repeat,
-                run_as,
-            };
-            count_runs(target, settings, &runs, workdir, interrupts, stem).await
-        }
-    };
-    match result {
-        Ok(outcome) => Ok(outcome),
-        Err(e) => {
-            stem.discard(&["csv"]);
-            Err(e)
-        }
-    }
-}
-
 async fn count_window(
-    run: &run::Run<'_, PerfReady>,
+    run: &CaptureRun<'_, PerfReady>,
     settings: &StatSettings,
     duration: Duration,
-    interrupts: &mut Interrupts,
-) -> Result<StatOutcome> {
-    let (target, workdir, stem) = (run.target, run.workdir, &run.stem);
-    let csv_path = format!("{workdir}/stat.csv");
-    let mut argv = perf_stat(target, settings, &csv_path);
-    argv.extend([
-        "-p".into(),
-        target.process.pid.to_string(),
-        // --timeout rather than `-- sleep N`: perf stat ignores SIGINT while a workload
-        // runs, and Ctrl-C must end the window early with the counts so far.
-        "--timeout".into(),
-        duration.as_millis().to_string(),
-    ]);
-    let label = format!(
-        "counting {} ({} events)",
-        target.container.name,
-        settings.events.len()
-    );
-    // perf stat -p counts on after its target exits, until its workload ends.
-    let window = run.window(&argv, duration, &label, &[], false);
-    let recording = run.record(&window, interrupts).await?;
+    recording: Recording,
+    argv: &[String],
+) -> Result<Written> {
+    let (target, stem) = (run.target, &run.stem);
+    let csv_path = format!("{}/stat.csv", run.workdir());
     let csv = read_file(&target.shell, &csv_path).await?;
     let counters = stat::parse_csv(&csv);
     if counters.is_empty() {
@@ -194,7 +207,7 @@ async fn count_window(
     }
     let mut manifest = base_manifest(target, settings, duration, recording.window);
     manifest.interrupted = recording.interrupted;
-    manifest.perf.record_command = argv;
+    manifest.perf.record_command = argv.to_vec();
     write_csv(stem, &csv)?;
     let record = StatRecord {
         derived: stat::derive(&counters),
@@ -202,7 +215,7 @@ async fn count_window(
         counters,
         ..Default::default()
     };
-    finish(manifest, record, stem)
+    Ok(written(manifest, record))
 }
 
 /// A command and how often to run it, as whom.
@@ -213,24 +226,21 @@ struct Runs<'a> {
 }
 
 async fn count_runs(
-    target: &Target<PerfReady>,
+    run: &CaptureRun<'_, PerfReady>,
     settings: &StatSettings,
     runs_of: &Runs<'_>,
-    workdir: &str,
-    interrupts: &mut Interrupts,
-    stem: &Stem,
-) -> Result<StatOutcome> {
+    ctx: &mut CaptureCtx,
+) -> Result<Written> {
+    let (target, workdir, stem) = (run.target, run.workdir(), &run.stem);
     let command = runs_of.command;
     let mut runs = Vec::new();
     let mut csv_all = String::new();
     let started = std::time::Instant::now();
     let cwd = target.process_facts.cwd.as_deref().unwrap_or("/");
     for i in 1..=runs_of.repeat {
-        if interrupts.pending() {
-            return Err(Error::Interrupted);
-        }
+        ctx.not_interrupted()?;
         let csv_path = format!("{workdir}/run-{i}.csv");
-        let tool = perf_stat(target, settings, &csv_path);
+        let tool = target.ready.stat(Some(&csv_path), &events_arg(settings));
         let name = format!("run-{i}");
         let launch = Launch {
             pid: target.process.pid,
@@ -255,7 +265,7 @@ async fn count_runs(
                     });
                 }
             },
-            _ = interrupts.next() => {
+            _ = ctx.interrupts.next() => {
                 command::stop_command(&target.shell, workdir).await;
                 return Err(Error::Interrupted);
             }
@@ -312,7 +322,7 @@ async fn count_runs(
         failed_runs: runs.len() - ok.len(),
         runs,
     };
-    finish(manifest, record, stem)
+    Ok(written(manifest, record))
 }
 
 fn base_manifest(
@@ -326,8 +336,8 @@ fn base_manifest(
         ManifestBase {
             kind: "stat",
             typed_target: &settings.target,
-            engine: PerfEngine::default().name(),
-            tool: PerfEngine::default().tool(&target.ready),
+            engine: PerfReady::ENGINE,
+            tool: target.ready.tool(),
             window,
             requested,
             interrupted: false,
@@ -342,7 +352,7 @@ fn write_csv(stem: &Stem, csv: &str) -> Result<()> {
     std::fs::write(&path, csv).map_err(|e| Error::io(format!("write {}", path.display()), e))
 }
 
-fn finish(mut manifest: Manifest, record: StatRecord, stem: &Stem) -> Result<StatOutcome> {
+fn written(mut manifest: Manifest, record: StatRecord) -> Written {
     let mut warnings = Vec::new();
     if record.failed_runs > 0 {
         warnings.push(format!(
@@ -354,15 +364,15 @@ fn finish(mut manifest: Manifest, record: StatRecord, stem: &Stem) -> Result<Sta
     manifest.sample_count = record.runs.len() as u64;
     manifest.stat = Some(record);
     manifest.notes.extend(warnings.iter().cloned());
-    let mut files = manifest.record_stem_files(stem, &["csv"]);
-    let manifest_path = manifest.write(stem)?;
-    files.push((manifest_path.clone(), store::file_size(&manifest_path)));
-    Ok(StatOutcome {
+    Written {
         manifest,
-        manifest_path,
-        files,
+        extensions: vec!["csv"],
+        listed: Vec::new(),
         warnings,
-    })
+        text: None,
+        // Counters come out whole or not at all: there is nothing to analyse again.
+        again: Again::Summarize,
+    }
 }
 
 async fn read_file(shell: &Shell, path: &str) -> Result<String> {

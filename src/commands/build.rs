@@ -3,13 +3,14 @@
 use crate::cli::BuildArgs;
 use crate::error::{Error, Result};
 use crate::settings::setup::BuildSettings;
-use crate::setup::build;
+use crate::setup::image;
+use crate::ui::Reporter;
 
-pub async fn run(args: BuildArgs) -> Result<()> {
+pub async fn run(args: BuildArgs, report: &Reporter) -> Result<()> {
     let settings = BuildSettings::from_args(args)?;
-    let outcome = build::build(&settings).await?;
-    crate::out!("{}", build::summary(&outcome));
-    let problems = build::problems(&outcome);
+    let outcome = image::build(&settings, report).await?;
+    crate::out!("{}", image::summary(&outcome));
+    let problems = image::problems(&outcome);
     if !problems.is_empty() {
         return Err(Error::ImageNotReady {
             image: outcome.tag,

@@ -1,39 +1,31 @@
 //! `devprof cpu`: run the capture, then print the closing summary.
 
-use super::open_flamegraph;
-use crate::capture::{self, cpu::CpuOutcome};
+use super::{open_flamegraph, phases};
+use crate::capture::{self, CaptureCtx, Captured};
 use crate::cli::CpuArgs;
 use crate::error::Result;
 use crate::settings::CpuSettings;
-use crate::signals::Interrupts;
 use crate::ui::output;
 use crate::units::thousands;
 use std::path::PathBuf;
 
-pub async fn run(args: CpuArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
-    if !crate::commands::configure_marks(&args.marks.mark)? {
-        return Ok(());
-    }
+pub async fn run(args: CpuArgs, output_dir: PathBuf, ctx: &mut CaptureCtx) -> Result<()> {
     let settings = CpuSettings::from_args(args, output_dir)?;
-    let outcome = capture::cpu::run_cpu(&settings, interrupts).await?;
+    let outcome = capture::cpu::run_cpu(&settings, ctx).await?;
     output::emit(
         settings.json,
         || json_summary(&outcome),
         || human_summary(&outcome),
         &outcome.warnings,
     );
-    if crate::ui::verbose() {
-        if let Some(phases) = crate::ui::phases::report() {
-            eprint!("{phases}");
-        }
-    }
+    phases(ctx);
     if settings.open {
         open_flamegraph(&outcome.manifest, &outcome.manifest_path);
     }
     Ok(())
 }
 
-fn json_summary(outcome: &CpuOutcome) -> serde_json::Value {
+fn json_summary(outcome: &Captured) -> serde_json::Value {
     serde_json::json!({
         "manifest": outcome.manifest_path,
         "files": output::files_json(&outcome.files),
@@ -55,7 +47,7 @@ fn json_summary(outcome: &CpuOutcome) -> serde_json::Value {
     })
 }
 
-pub fn human_summary(outcome: &CpuOutcome) -> String {
+pub fn human_summary(outcome: &Captured) -> String {
     let m = &outcome.manifest;
     let mut out = String::new();
     let how = if m.interrupted {

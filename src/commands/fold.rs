@@ -17,11 +17,12 @@ use crate::symbols::kernel_cache;
 use crate::symbols::module::ModuleFiles;
 use crate::symbols::module_loader::Loader;
 use crate::symbols::perfmap::{PerfMap, PERF_MAP_LIMIT};
+use crate::ui::Reporter;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
 use std::path::Path;
 
-pub fn run(args: FoldArgs) -> Result<()> {
+pub fn run(args: FoldArgs, report: &Reporter) -> Result<()> {
     let weight = match args.weight {
         WeightArg::Samples => Weight::Samples,
         WeightArg::Period => Weight::Period,
@@ -34,7 +35,7 @@ pub fn run(args: FoldArgs) -> Result<()> {
                 args.input.display()
             )));
         }
-        Counted::samples(fold_perf_data(&args)?)
+        Counted::samples(fold_perf_data(&args, report)?)
     } else {
         fold_script(&args, weight)?
     };
@@ -64,8 +65,8 @@ pub fn run(args: FoldArgs) -> Result<()> {
         write_heatmap_file(timeline, &args.title, &unit, page)?;
     }
     eprintln!("{}", counted.summary());
-    if crate::ui::verbose() {
-        if let Some(phases) = crate::ui::phases::report() {
+    if report.verbose() {
+        if let Some(phases) = report.phases() {
             eprint!("{phases}");
         }
     }
@@ -155,11 +156,11 @@ fn is_perf_data(path: &Path) -> bool {
 
 /// A perf.data folded natively when its stacks are whole in the file; stacks that need
 /// unwinding (DWARF, LBR) through this host's `perf script`, or refused without it.
-fn fold_perf_data(args: &FoldArgs) -> Result<Folded> {
+fn fold_perf_data(args: &FoldArgs, report: &Reporter) -> Result<Folded> {
     let call_graph = recorded_call_graph(&args.input)
         .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;
     if call_graph.folds_natively() {
-        return fold_natively(args, call_graph);
+        return fold_natively(args, call_graph, report);
     }
     let symfs = (args.symfs != Path::new("/")).then_some(args.symfs.as_path());
     let folded = with_timeline(args.timeline.as_deref(), clock_of(args), |sink| {
@@ -188,7 +189,7 @@ fn needs_perf_script(args: &FoldArgs, call_graph: CallGraph, symfs: Option<&Path
 
 /// perf.data read and symbolized natively, with the files under `--symfs` (the binaries a
 /// DWARF capture's user stacks are unwound with too) and the perf maps of its JIT code.
-fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
+fn fold_natively(args: &FoldArgs, call_graph: CallGraph, report: &Reporter) -> Result<Folded> {
     // The kernel makes /proc/kallsyms line by line (50-70 ms): a capture in the store uses
     // the copy its container's symbol cache keeps for this boot, read on another core
     // while the perf.data is read; it is dropped when no frame is the kernel's.
@@ -228,7 +229,7 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
         stacks::read(&args.input, keep_samples, &mut seen)
     }
     .map_err(|e| Error::io(format!("read {}", args.input.display()), e))?;
-    crate::ui::phases::mark(if call_graph.needs_unwinding() {
+    report.mark(if call_graph.needs_unwinding() {
         "perf.data read, user stacks unwound"
     } else {
         "perf.data read"
@@ -264,7 +265,7 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
             ),
         }
     }
-    crate::ui::phases::mark("binaries' symbols and perf maps read");
+    report.mark("binaries' symbols and perf maps read");
     if raw.has_kernel_frames() {
         symbols.kernel = match kallsyms.join().ok().flatten() {
             // It still names what it covers if the read fails.
@@ -273,12 +274,12 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph) -> Result<Folded> {
             }
             read => read,
         };
-        crate::ui::phases::mark("kernel symbols read");
+        report.mark("kernel symbols read");
     }
     let fold = with_timeline(args.timeline.as_deref(), clock_of(args), |sink| {
         Ok(stacks::fold(&raw, &symbols, false, sink))
     })?;
-    crate::ui::phases::mark("stacks named and folded");
+    report.mark("stacks named and folded");
     if fold.unwind_incomplete > 0 {
         eprintln!(
             "note: {} of {} samples have user stacks that could not be unwound to their first \

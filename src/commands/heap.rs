@@ -1,32 +1,33 @@
 //! `devprof heap`: obtain and render the heap dumps, then print the closing summary.
 
-use super::open_flamegraph;
-use crate::capture::heap::{run_heap, HeapOutcome};
+use super::{open_flamegraph, phases};
+use crate::capture::heap::run_heap;
+use crate::capture::{CaptureCtx, Captured};
 use crate::cli::HeapArgs;
 use crate::error::Result;
 use crate::settings::HeapSettings;
-use crate::signals::Interrupts;
 use crate::store::HEAP_PLOT;
 use crate::ui::output;
 use crate::units::{human_bytes, thousands};
 use std::path::PathBuf;
 
-pub async fn run(args: HeapArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
+pub async fn run(args: HeapArgs, output_dir: PathBuf, ctx: &mut CaptureCtx) -> Result<()> {
     let settings = HeapSettings::from_args(args, output_dir)?;
-    let outcome = run_heap(&settings, interrupts).await?;
+    let outcome = run_heap(&settings, ctx).await?;
     output::emit(
         settings.json,
         || json_summary(&outcome),
         || human_summary(&outcome),
         &outcome.warnings,
     );
+    phases(ctx);
     if settings.open {
         open_flamegraph(&outcome.manifest, &outcome.manifest_path);
     }
     Ok(())
 }
 
-fn json_summary(outcome: &HeapOutcome) -> serde_json::Value {
+fn json_summary(outcome: &Captured) -> serde_json::Value {
     let heap = outcome.manifest.heap.clone().unwrap_or_default();
     serde_json::json!({
         "manifest": outcome.manifest_path,
@@ -52,7 +53,7 @@ fn json_summary(outcome: &HeapOutcome) -> serde_json::Value {
     })
 }
 
-fn human_summary(outcome: &HeapOutcome) -> String {
+fn human_summary(outcome: &Captured) -> String {
     let m = &outcome.manifest;
     let heap = m.heap.clone().unwrap_or_default();
     let mut out = String::new();

@@ -1,3 +1,7 @@
+//! The subcommands, one file each: settings in, recipe, closing summary out. `dispatch`
+//! runs the one the command line names, with what every command is given: the store's
+//! directory, the reporter, and for captures their context (Ctrl-C, the marker rules).
+
 pub mod build;
 pub mod clean;
 pub mod completions;
@@ -21,26 +25,92 @@ pub mod summarize;
 pub mod top;
 pub mod view;
 
+use crate::capture::CaptureCtx;
+use crate::cli::{Cli, Command, MarkArgs};
+use crate::error::{Error, Result};
+use crate::signals::Interrupts;
+use crate::ui::Reporter;
+
+/// Runs one parsed command line. Errors carry their exit code.
+pub async fn dispatch(cli: Cli) -> Result<()> {
+    let report = Reporter::new(cli.quiet, cli.verbose);
+    let out = cli.output_dir;
+    match cli.command {
+        Command::Cpu(args) => match capture_ctx(report, Some(&args.marks))? {
+            Some(mut ctx) => cpu::run(args, out, &mut ctx).await,
+            None => Ok(()),
+        },
+        Command::Offcpu(args) => match capture_ctx(report, Some(&args.marks))? {
+            Some(mut ctx) => offcpu::run(args, out, &mut ctx).await,
+            None => Ok(()),
+        },
+        Command::Profile(args) => match capture_ctx(report, Some(&args.marks))? {
+            Some(mut ctx) => profile::run(args, out, &mut ctx).await,
+            None => Ok(()),
+        },
+        Command::Heap(args) => {
+            let mut ctx = capture_ctx(report, None)?.expect("no marker help asked");
+            heap::run(args, out, &mut ctx).await
+        }
+        Command::Stat(args) => {
+            let mut ctx = capture_ctx(report, None)?.expect("no marker help asked");
+            stat::run(args, out, &mut ctx).await
+        }
+        Command::View(args) => view::run(args, out, &mut interrupts()?).await,
+        Command::Completions(args) => completions::write_script(args.shell),
+        Command::Fold(args) => fold::run(args, &report),
+        Command::Ls(args) => ls::run(args, out),
+        Command::Clean(args) if args.containers => {
+            clean::remove_sidecars(args.dry_run, args.json).await
+        }
+        Command::Clean(args) => clean::run(args, out),
+        Command::Render(args) => render::run(args, out),
+        Command::Top(args) => top::run(args, out),
+        Command::Diff(args) => diff::run(args, out),
+        Command::Export(args) => export::run(args, out),
+        Command::Summarize(args) => summarize::run(args),
+        Command::Build(args) => build::run(args, &report).await,
+        Command::Compose(args) => compose::run(args).await,
+        Command::Doctor(args) => doctor::run(args).await,
+    }
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP for the rest of the run.
+fn interrupts() -> Result<Interrupts> {
+    Interrupts::install().map_err(|e| Error::io("install signal handlers", e))
+}
+
+/// A capture command's context: Ctrl-C and the marker rules `--mark` asked for (where the
+/// command takes them). None after `--mark help` printed the rules: the command then does
+/// nothing else.
+fn capture_ctx(report: Reporter, marks: Option<&MarkArgs>) -> Result<Option<CaptureCtx>> {
+    let plan = match marks {
+        None => None,
+        Some(marks) => match crate::settings::marks::from_values(&marks.mark)? {
+            crate::settings::marks::Marks::Help => {
+                crate::out!("{}", crate::profile::markers::builtin::help_text());
+                return Ok(None);
+            }
+            crate::settings::marks::Marks::Plan(plan) => Some(plan),
+        },
+    };
+    Ok(Some(CaptureCtx::new(report, interrupts()?, plan)))
+}
+
+/// After a capture's summary: with `--verbose`, where its time went.
+fn phases(ctx: &CaptureCtx) {
+    if ctx.report.verbose() {
+        if let Some(phases) = ctx.report.phases() {
+            eprint!("{phases}");
+        }
+    }
+}
+
 /// `--open` after a capture: its first flamegraph in the browser, or why not (on stderr).
 fn open_flamegraph(manifest: &crate::store::Manifest, manifest_path: &std::path::Path) {
     let dir = manifest_path.parent().unwrap_or(std::path::Path::new("."));
     match manifest.flamegraphs().first() {
         Some(svg) => crate::ui::browser::open_result(&dir.join(svg)),
         None => eprintln!("--open: the capture wrote no flamegraph to open"),
-    }
-}
-
-/// Sets this run's marker rules from `--mark`; false after `--mark help` printed them (the
-/// command then does nothing else).
-pub fn configure_marks(values: &[String]) -> crate::error::Result<bool> {
-    match crate::settings::marks::from_values(values)? {
-        crate::settings::marks::Marks::Help => {
-            crate::out!("{}", crate::profile::markers::builtin::help_text());
-            Ok(false)
-        }
-        crate::settings::marks::Marks::Plan(plan) => {
-            crate::capture::markers::configure(plan);
-            Ok(true)
-        }
     }
 }

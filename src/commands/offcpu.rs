@@ -1,31 +1,32 @@
 //! `devprof offcpu`: run the capture, then print the summary and the files written.
 
-use super::open_flamegraph;
-use crate::capture::offcpu::{run_offcpu, OffcpuOutcome};
+use super::{open_flamegraph, phases};
+use crate::capture::offcpu::run_offcpu;
+use crate::capture::{CaptureCtx, Captured};
 use crate::cli::OffcpuArgs;
 use crate::error::Result;
 use crate::render::plot;
 use crate::settings::OffcpuSettings;
-use crate::signals::Interrupts;
 use crate::ui::output;
 use std::path::PathBuf;
 
-pub async fn run(args: OffcpuArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
+pub async fn run(args: OffcpuArgs, output_dir: PathBuf, ctx: &mut CaptureCtx) -> Result<()> {
     let settings = OffcpuSettings::from_args(args, output_dir)?;
-    let outcome = run_offcpu(&settings, interrupts).await?;
+    let outcome = run_offcpu(&settings, ctx).await?;
     output::emit(
         settings.json,
         || json_summary(&outcome),
         || human_summary(&outcome),
         &outcome.warnings,
     );
+    phases(ctx);
     if settings.open {
         open_flamegraph(&outcome.manifest, &outcome.manifest_path);
     }
     Ok(())
 }
 
-fn json_summary(outcome: &OffcpuOutcome) -> serde_json::Value {
+fn json_summary(outcome: &Captured) -> serde_json::Value {
     serde_json::json!({
         "manifest": outcome.manifest_path,
         "files": output::files_json(&outcome.files),
@@ -38,8 +39,8 @@ fn json_summary(outcome: &OffcpuOutcome) -> serde_json::Value {
     })
 }
 
-fn human_summary(outcome: &OffcpuOutcome) -> String {
-    let mut out = outcome.summary_text.clone();
+fn human_summary(outcome: &Captured) -> String {
+    let mut out = outcome.text.clone().unwrap_or_default();
     out.push_str(&output::process_line(&outcome.manifest));
     out.push('\n');
     out.push_str(&output::files_written(&outcome.files));

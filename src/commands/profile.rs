@@ -1,27 +1,20 @@
 //! `devprof profile`: several containers and kinds in one aligned window, then the closing
 //! table (one row per container) and the session's manifest.
 
-use crate::capture::multi::{self, SessionOutcome};
+use crate::capture::session::{self, SessionOutcome};
+use crate::capture::CaptureCtx;
 use crate::cli::ProfileArgs;
 use crate::error::{Error, Result};
 use crate::settings::profile::ProfileSettings;
-use crate::signals::Interrupts;
 use crate::store::session::{start_spread_ms, SessionRow};
 use crate::ui::table::{self, Align};
 use crate::units::{human_bytes, thousands};
 use std::path::PathBuf;
 
-pub async fn run(
-    args: ProfileArgs,
-    output_dir: PathBuf,
-    interrupts: &mut Interrupts,
-) -> Result<()> {
-    if !crate::commands::configure_marks(&args.marks.mark)? {
-        return Ok(());
-    }
+pub async fn run(args: ProfileArgs, output_dir: PathBuf, ctx: &mut CaptureCtx) -> Result<()> {
     let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
     let settings = ProfileSettings::from_args(args, output_dir, &cwd)?;
-    let outcome = multi::run_session(&settings, interrupts).await?;
+    let outcome = session::run_session(&settings, ctx).await?;
     if settings.json {
         crate::ui::output::print_json(&serde_json::json!({
             "session": outcome.record_path,
@@ -43,7 +36,7 @@ pub async fn run(
     }
     // A second Ctrl-C aborts every capture: the run ends as interrupted (130), as a single
     // capture does, not as a session some of whose captures failed.
-    if interrupts.received() >= 2 {
+    if ctx.interrupts.received() >= 2 {
         return Err(Error::Interrupted);
     }
     match outcome.failed() {

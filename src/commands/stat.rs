@@ -1,26 +1,28 @@
 //! `devprof stat`: count, then print the counters, what they mean, and the runs.
 
-use crate::capture::stat::{run_stat, StatOutcome};
+use super::phases;
+use crate::capture::stat::run_stat;
+use crate::capture::{CaptureCtx, Captured};
 use crate::cli::StatArgs;
 use crate::error::Result;
 use crate::settings::StatSettings;
-use crate::signals::Interrupts;
 use crate::ui::output;
 use std::path::PathBuf;
 
-pub async fn run(args: StatArgs, output_dir: PathBuf, interrupts: &mut Interrupts) -> Result<()> {
+pub async fn run(args: StatArgs, output_dir: PathBuf, ctx: &mut CaptureCtx) -> Result<()> {
     let settings = StatSettings::from_args(args, output_dir)?;
-    let outcome = run_stat(&settings, interrupts).await?;
+    let outcome = run_stat(&settings, ctx).await?;
     output::emit(
         settings.json,
         || json_summary(&outcome),
         || human_summary(&outcome),
         &outcome.warnings,
     );
+    phases(ctx);
     Ok(())
 }
 
-fn json_summary(outcome: &StatOutcome) -> serde_json::Value {
+fn json_summary(outcome: &Captured) -> serde_json::Value {
     serde_json::json!({
         "manifest": outcome.manifest_path,
         "files": output::files_json(&outcome.files),
@@ -33,7 +35,7 @@ fn json_summary(outcome: &StatOutcome) -> serde_json::Value {
     })
 }
 
-fn human_summary(outcome: &StatOutcome) -> String {
+fn human_summary(outcome: &Captured) -> String {
     let m = &outcome.manifest;
     let mut out = String::new();
     let Some(stat) = &m.stat else {

@@ -21,6 +21,7 @@ pub mod ssh;
 pub mod standby;
 pub mod target;
 pub mod wire;
+pub mod workdir;
 
 /// The user devprof's own commands run as in a container (probes, perf, clean-up): root,
 /// whatever USER the image sets, because reading another user's /proc entries and opening
@@ -114,25 +115,11 @@ pub fn compose_labels(
     )
 }
 
-tokio::task_local! {
-    /// The docker context a session's capture talks to (`TARGET@CONTEXT`): its recipe is
-    /// the single-target one, which connects by itself.
-    static CONTEXT: Option<String>;
-}
-
-/// Runs `fut` with every `Docker::connect` in it reaching the docker context `context`
-/// (None: the endpoint the environment names).
-pub async fn with_context<F: std::future::Future>(context: Option<String>, fut: F) -> F::Output {
-    CONTEXT.scope(context, fut).await
-}
-
 impl Docker {
     /// Connects to DOCKER_HOST (or the default socket), checks the daemon answers and
-    /// settles on an API version both sides speak. Within `with_context`, to that docker
-    /// context instead.
+    /// settles on an API version both sides speak.
     pub async fn connect() -> Result<Self> {
-        let context = CONTEXT.try_with(|c| c.clone()).ok().flatten();
-        Self::connect_to(context.as_deref()).await
+        Self::connect_to(None).await
     }
 
     /// Connects to the docker context `context` (DOCKER_HOST does not override a context

@@ -172,6 +172,13 @@ pub struct PerfAhead {
     pub workdir: Option<String>,
 }
 
+impl ContainerFacts {
+    /// The workdir the probe made ahead, as `mktemp -d` printed it, if it made one.
+    pub fn made_workdir(&self) -> Option<&str> {
+        self.perf_ahead.workdir.as_deref()
+    }
+}
+
 impl PerfAhead {
     /// `perf`'s answer to its version query, if the probe asked it.
     pub fn version_answer(&self, perf: &str) -> Option<&str> {

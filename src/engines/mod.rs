@@ -6,15 +6,22 @@
 //! clean-up, the store — is the capture session's (`capture`), the same for every engine.
 //!
 //! Adding an engine is a new module here implementing `Engine`, a variant of
-//! `settings::EngineSpec` carrying its options, and one arm where the cpu recipe runs it.
-//! An engine that reads what the process serves rather than the process itself (Go's
-//! pprof endpoint) says so with `Reach::Network`: the capture then places it beside the
-//! target on its network, with no added rights.
+//! `settings::EngineSpec` carrying its options, and one arm in `select` (which chooses the
+//! engine, in one place, as one `AnyEngine` value). An engine that reads what the process
+//! serves rather than the process itself (Go's pprof endpoint) says so with
+//! `Reach::Network`: the capture then places it beside the target on its network, with no
+//! added rights.
 
-pub mod asprof;
-pub mod perf;
-pub mod pprof;
-pub mod pyspy;
+mod asprof;
+mod perf;
+mod pprof;
+mod pyspy;
+pub mod select;
+
+pub use select::{
+    diagnosis, select, Ahead, AnyEngine, AnyReady, Asked, Chain, Fallback, Primer, RecorderLine,
+    Started, Subject, NATIVE_FOLD,
+};
 
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::ProcInfo;
@@ -23,11 +30,12 @@ use crate::error::Result;
 use crate::profile::folded::Folded;
 use crate::runtime::ProcessFacts;
 use crate::store::Stem;
+use crate::ui::Reporter;
 use std::future::Future;
 use std::time::Duration;
 
 /// What a capture asks an engine to record.
-#[derive(Debug, Clone)]
+#[derive(Clone, Default)]
 pub struct RecordJob {
     pub pid: u32,
     /// A private directory for the engine's output, in the filesystem of the shell that
@@ -39,6 +47,10 @@ pub struct RecordJob {
     pub call_graph: crate::settings::CallGraph,
     /// What /proc says about the process (its user, for engines that must run as it).
     pub process: ProcessFacts,
+    /// The store's symbol cache of the target's container (what an engine may read while
+    /// the window runs goes there).
+    pub symbol_cache: Option<std::path::PathBuf>,
+    pub report: Reporter,
 }
 
 /// The recording command and the user it runs as (None: root).
@@ -72,6 +84,7 @@ pub struct CollectJob<'a> {
     pub call_graph: crate::settings::CallGraph,
     /// How perf's samples are folded.
     pub fold: crate::settings::FoldPath,
+    pub report: &'a Reporter,
 }
 
 /// Folded stacks and what else the engine learned while making them.
@@ -96,6 +109,24 @@ pub struct Collected {
     pub warnings: Vec<String>,
     /// The rate the recording itself says it sampled at, when it says (Go's profile).
     pub sampled_hz: Option<u32>,
+    /// Where a profile the runtime served came from (its URL).
+    pub source: Option<String>,
+    /// A memory profile's count of objects, beside its bytes.
+    pub objects: Option<u64>,
+}
+
+/// How an engine's recorder behaves over its window, for the window to run it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecorderFacts {
+    /// It ends by itself when the process it records exits (`perf record -p`): the
+    /// process is then checked rarely (each check costs an exec in the container).
+    pub ends_with_target: bool,
+    /// It starts with its events disabled and has them enabled when released (perf
+    /// record's `-D -1 --control`): its start-up is paid before the window opens.
+    pub enables_on_release: bool,
+    /// It ends by itself when its window is over, and a stop signal would lose what it
+    /// recorded: no armed stop ends it.
+    pub stops_itself: bool,
 }
 
 /// The engine's binary, for manifests.
@@ -170,6 +201,15 @@ pub trait Engine: Sync {
     /// the window opens.
     fn recorder_enables_on_release(&self) -> bool {
         false
+    }
+
+    /// How its recorder behaves over the window.
+    fn recorder_facts(&self) -> RecorderFacts {
+        RecorderFacts {
+            ends_with_target: self.recorder_ends_with_target(),
+            enables_on_release: self.recorder_enables_on_release(),
+            stops_itself: self.recorder_stops_itself(),
+        }
     }
 
     /// Whether the engine names JIT-compiled code through the runtime's perf map

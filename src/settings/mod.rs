@@ -21,8 +21,9 @@ use regex::Regex;
 use std::path::PathBuf;
 use std::time::Duration;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CallGraph {
+    #[default]
     FramePointer,
     Dwarf,
 }

@@ -35,7 +35,6 @@ pub struct BuildSettings {
     pub dockerfile: Option<PathBuf>,
     pub no_cache: bool,
     pub network: String,
-    pub verbose: bool,
     pub check: bool,
 }
 
@@ -173,7 +172,6 @@ impl BuildSettings {
             dockerfile: common.dockerfile,
             no_cache: common.no_cache,
             network: common.network.trim().to_string(),
-            verbose: crate::ui::verbose(),
             check: !common.no_check,
         })
     }

@@ -371,7 +371,7 @@ mod tests {
             Duration::from_secs(12 * 3_600)
         );
         let err = CleanSettings::from_args(args("7x"), "p".into()).unwrap_err();
-        assert_eq!(err.exit_code(), crate::exit::USAGE);
+        assert_eq!(err.exit_code(), crate::error::exit::USAGE);
         let bad_target = CleanArgs {
             target: Some("../etc".into()),
             ..args("7d")

@@ -2,6 +2,6 @@
 //! that gives services the rights perf needs (`compose`), and the checklist of what would
 //! make a profile empty, hex-only or denied (`doctor`).
 
-pub mod build;
 pub mod compose;
 pub mod doctor;
+pub mod image;

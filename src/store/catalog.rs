@@ -136,7 +136,11 @@ pub fn dirs_of(output_dir: &Path, target: &str) -> Result<Vec<String>> {
         }
     }
     let everything = list_dirs(output_dir, containers(output_dir)?)?;
-    let dirs = names::resolve(&name, &everything)?;
+    let recorded: Vec<(&str, &crate::store::ContainerRecord)> = everything
+        .iter()
+        .map(|c| (c.container.as_str(), &c.manifest.container))
+        .collect();
+    let dirs = names::resolve(&name, &recorded)?;
     if dirs.is_empty() {
         return Err(no_captures(output_dir, target));
     }

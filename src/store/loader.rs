@@ -402,7 +402,7 @@ mod tests {
         let path = dir.path().join("notes.folded");
         std::fs::write(&path, "this is not a profile\n").unwrap();
         let err = read(&path).unwrap_err();
-        assert_eq!(err.exit_code(), crate::exit::NO_DATA);
+        assert_eq!(err.exit_code(), crate::error::exit::NO_DATA);
         assert!(err.to_string().contains("holds no samples"), "{err}");
     }
 }

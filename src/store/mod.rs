@@ -38,6 +38,8 @@ pub const ARTIFACT_EXTENSIONS: &[&str] = &[
     "html",
     "asprof.html",
     "pb.gz",
+    // Counters (`stat`).
+    "csv",
     HEAP_PLOT,
     THREADS_PLOT,
     BANDWIDTH_PLOT,

@@ -6,8 +6,7 @@
 //! (`<project>_<service>_N` before Compose v2).
 
 use crate::error::{Error, Result};
-use crate::store::catalog::Capture;
-use crate::store::valid_container_name;
+use crate::store::{valid_container_name, ContainerRecord};
 use std::collections::BTreeMap;
 
 /// A target name as typed, checked against the grammar.
@@ -67,14 +66,11 @@ pub fn legacy_project<'a>(dir: &'a str, service: &str) -> Option<&'a str> {
 /// The compose project of `dir`'s captures if they are of `service`: from the newest
 /// manifest that records one, else (a store written before manifests recorded them) from
 /// the directory's name.
-fn project_of(dir: &str, captures: &[&Capture], service: &str) -> Option<String> {
-    let recorded = captures
-        .iter()
-        .rev()
-        .find(|c| c.manifest.container.service.is_some());
+fn project_of(dir: &str, containers: &[&ContainerRecord], service: &str) -> Option<String> {
+    let recorded = containers.iter().rev().find(|c| c.service.is_some());
     match recorded {
-        Some(c) if c.manifest.container.service.as_deref() == Some(service) => {
-            Some(c.manifest.container.project.clone().unwrap_or_default())
+        Some(c) if c.service.as_deref() == Some(service) => {
+            Some(c.project.clone().unwrap_or_default())
         }
         Some(_) => None,
         None => legacy_project(dir, service).map(str::to_string),
@@ -82,13 +78,14 @@ fn project_of(dir: &str, captures: &[&Capture], service: &str) -> Option<String>
 }
 
 /// The container directories `target` names among `captures` (every capture in the
-/// store): an exact directory name, else the directories whose captures' container id
-/// starts with it, else those of the compose service. A service that several projects
-/// have is an error listing `PROJECT/SERVICE` for each; nothing matching is `Ok(empty)`.
-pub fn resolve(target: &TargetName, captures: &[Capture]) -> Result<Vec<String>> {
-    let mut by_dir: BTreeMap<&str, Vec<&Capture>> = BTreeMap::new();
-    for c in captures {
-        by_dir.entry(c.container.as_str()).or_default().push(c);
+/// store, oldest first, as its directory and the container its manifest records): an
+/// exact directory name, else the directories whose captures' container id starts with
+/// it, else those of the compose service. A service that several projects have is an
+/// error listing `PROJECT/SERVICE` for each; nothing matching is `Ok(empty)`.
+pub fn resolve(target: &TargetName, captures: &[(&str, &ContainerRecord)]) -> Result<Vec<String>> {
+    let mut by_dir: BTreeMap<&str, Vec<&ContainerRecord>> = BTreeMap::new();
+    for (dir, container) in captures {
+        by_dir.entry(dir).or_default().push(container);
     }
     let (project, service) = match target {
         TargetName::Plain(name) => {
@@ -98,10 +95,7 @@ pub fn resolve(target: &TargetName, captures: &[Capture]) -> Result<Vec<String>>
             if name.bytes().all(|b| b.is_ascii_hexdigit()) {
                 let by_id: Vec<String> = by_dir
                     .iter()
-                    .filter(|(_, cs)| {
-                        cs.iter()
-                            .any(|c| c.manifest.container.id.starts_with(name.as_str()))
-                    })
+                    .filter(|(_, cs)| cs.iter().any(|c| c.id.starts_with(name.as_str())))
                     .map(|(d, _)| d.to_string())
                     .collect();
                 if !by_id.is_empty() {
@@ -135,27 +129,22 @@ pub fn resolve(target: &TargetName, captures: &[Capture]) -> Result<Vec<String>>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{ContainerRecord, Manifest};
-    use std::path::PathBuf;
 
-    fn capture(dir: &str, id: &str, compose: Option<(&str, &str)>) -> Capture {
-        let created = chrono::DateTime::parse_from_rfc3339("2026-11-22T10:15:00+00:00").unwrap();
-        Capture {
-            container: dir.into(),
-            dir: PathBuf::from("profiling").join(dir),
-            manifest_path: PathBuf::from("profiling").join(dir).join("cpu.json"),
-            manifest: Manifest {
-                container: ContainerRecord {
-                    name: dir.into(),
-                    id: id.into(),
-                    image: String::new(),
-                    project: compose.map(|(p, _)| p.into()),
-                    service: compose.map(|(_, s)| s.into()),
-                },
-                ..Default::default()
-            },
-            created,
-        }
+    fn capture(dir: &str, id: &str, compose: Option<(&str, &str)>) -> (String, ContainerRecord) {
+        let record = ContainerRecord {
+            name: dir.into(),
+            id: id.into(),
+            image: String::new(),
+            project: compose.map(|(p, _)| p.into()),
+            service: compose.map(|(_, s)| s.into()),
+        };
+        (dir.to_string(), record)
+    }
+
+    fn resolve_in(target: &TargetName, store: &[(String, ContainerRecord)]) -> Result<Vec<String>> {
+        let store: Vec<(&str, &ContainerRecord)> =
+            store.iter().map(|(d, c)| (d.as_str(), c)).collect();
+        resolve(target, &store)
     }
 
     fn plain(s: &str) -> TargetName {
@@ -213,7 +202,7 @@ mod tests {
             ),
             capture("other-rpc-1", "cc33", Some(("other", "rpc"))),
         ];
-        let dirs = |t: &str| resolve(&plain(t), &store).unwrap();
+        let dirs = |t: &str| resolve_in(&plain(t), &store).unwrap();
         assert_eq!(dirs("demo-seq"), vec!["demo-seq"]);
         assert_eq!(dirs("bb"), vec!["devnet-op-reth-seq-1"]);
         assert_eq!(dirs("op-reth-seq"), vec!["devnet-op-reth-seq-1"]);
@@ -231,7 +220,7 @@ mod tests {
             capture("legacy_op-reth-seq_1", "cc", None),
             capture("devnet-op-reth-1", "dd", None),
         ];
-        let dirs = |t: &str| resolve(&plain(t), &store);
+        let dirs = |t: &str| resolve_in(&plain(t), &store);
         assert_eq!(
             dirs("devnet/op-reth-seq").unwrap(),
             vec!["devnet-op-reth-seq-1", "devnet-op-reth-seq-2"]

@@ -4,29 +4,30 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-static MARKS: Mutex<Vec<(&'static str, Instant)>> = Mutex::new(Vec::new());
-
-/// The command starts now (called once, first thing).
-pub fn start() {
-    mark("started");
+/// The instants a command's phases ended at, in order.
+#[derive(Debug, Default)]
+pub struct Phases {
+    marks: Mutex<Vec<(&'static str, Instant)>>,
 }
 
-/// `phase` ended now.
-pub fn mark(phase: &'static str) {
-    if let Ok(mut marks) = MARKS.lock() {
-        marks.push((phase, Instant::now()));
+impl Phases {
+    /// `phase` ended now.
+    pub fn mark(&self, phase: &'static str) {
+        if let Ok(mut marks) = self.marks.lock() {
+            marks.push((phase, Instant::now()));
+        }
     }
-}
 
-/// Each phase with the time it took (from the mark before it) and the total; None when
-/// nothing was marked after the start.
-pub fn report() -> Option<String> {
-    let marks = MARKS.lock().ok()?;
-    let (_, first) = *marks.first()?;
-    if marks.len() < 2 {
-        return None;
+    /// Each phase with the time it took (from the mark before it) and the total; None when
+    /// nothing was marked after the start.
+    pub fn report(&self) -> Option<String> {
+        let marks = self.marks.lock().ok()?;
+        let (_, first) = *marks.first()?;
+        if marks.len() < 2 {
+            return None;
+        }
+        Some(format_phases(&marks, first, Instant::now()))
     }
-    Some(format_phases(&marks, first, Instant::now()))
 }
 
 fn format_phases(marks: &[(&'static str, Instant)], first: Instant, now: Instant) -> String {

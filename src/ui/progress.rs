@@ -1,77 +1,137 @@
-//! Progress display on stderr; indicatif hides it when stderr is not a terminal.
+//! What a command shows on stderr while it works, as one value it is given (`Reporter`):
+//! progress bars and spinners (indicatif hides them when stderr is not a terminal), notes
+//! above them, a session's display of one line per container, and the instants each phase
+//! ended at for `--verbose`. `--quiet` and `--verbose` live here, set once from the
+//! command line; nothing reads them from a global.
 
+use super::phases::Phases;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::sync::OnceLock;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// A multi-target session's display: one line per container, which the session draws
-/// itself; the recipes' own bars stay hidden while it is set.
-static SESSION: OnceLock<MultiProgress> = OnceLock::new();
-
-/// Switches to the session display (once per process).
-pub fn start_session() -> &'static MultiProgress {
-    SESSION.get_or_init(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
+/// How a command reports its progress. Cheap to clone: clones share the phases and the
+/// session display.
+#[derive(Clone)]
+pub struct Reporter {
+    quiet: bool,
+    verbose: bool,
+    /// A multi-target session's display: one line per container, which the session draws
+    /// itself; the captures' own bars stay hidden while it is set.
+    session: Option<MultiProgress>,
+    phases: Arc<Phases>,
 }
 
-/// One container's line in the session display (hidden off a terminal).
-pub fn session_line(label: &str) -> ProgressBar {
-    if super::quiet() {
-        return ProgressBar::hidden();
+impl Default for Reporter {
+    fn default() -> Self {
+        Reporter::new(false, false)
     }
-    let bar = start_session().add(ProgressBar::new_spinner());
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {prefix:<24} {elapsed:>4} {msg}")
-            .expect("valid template"),
-    );
-    bar.set_prefix(label.to_string());
-    bar.enable_steady_tick(Duration::from_millis(200));
-    bar
 }
 
-/// A bar over the capture window, in tenths of a second.
-pub fn capture_bar(window: Duration, label: &str) -> ProgressBar {
-    if SESSION.get().is_some() || super::quiet() {
-        return ProgressBar::hidden();
+impl Reporter {
+    /// `--quiet`: no progress display and no notes; results, warnings and errors only.
+    /// `--verbose`: the details a command can give. The command starts now.
+    pub fn new(quiet: bool, verbose: bool) -> Self {
+        let phases = Phases::default();
+        phases.mark("started");
+        Reporter {
+            quiet,
+            verbose,
+            session: None,
+            phases: Arc::new(phases),
+        }
     }
-    let bar = ProgressBar::with_draw_target(
-        Some((window.as_millis() / 100) as u64),
-        ProgressDrawTarget::stderr(),
-    );
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:40.cyan/blue}] {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(label.to_string());
-    bar
-}
 
-/// A spinner for work of unknown length (download, folding).
-pub fn spinner(message: &str) -> ProgressBar {
-    if SESSION.get().is_some() || super::quiet() {
-        return ProgressBar::hidden();
+    pub fn quiet(&self) -> bool {
+        self.quiet
     }
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("valid template"),
-    );
-    bar.set_message(message.to_string());
-    bar.enable_steady_tick(Duration::from_millis(120));
-    bar
-}
 
-/// A line for the user while a bar may be drawn.
-pub fn note(bar: Option<&ProgressBar>, text: &str) {
-    if super::quiet() {
-        return;
+    pub fn verbose(&self) -> bool {
+        self.verbose
     }
-    match bar {
-        Some(b) if !b.is_hidden() => b.println(text),
-        _ => match SESSION.get() {
-            Some(multi) if !multi.is_hidden() => {
-                let _ = multi.println(text);
-            }
-            _ => eprintln!("{text}"),
-        },
+
+    /// `phase` ended now (printed after the summary with `--verbose`).
+    pub fn mark(&self, phase: &'static str) {
+        self.phases.mark(phase);
+    }
+
+    /// Each phase with the time it took, when anything was marked after the start.
+    pub fn phases(&self) -> Option<String> {
+        self.phases.report()
+    }
+
+    /// The same reporter drawing a session's display: the captures' own bars hide.
+    pub fn for_session(&self) -> Reporter {
+        Reporter {
+            session: Some(MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
+            ..self.clone()
+        }
+    }
+
+    /// Whether nothing of a session's display is drawn (no terminal, or no session).
+    pub fn session_hidden(&self) -> bool {
+        self.session.as_ref().is_none_or(MultiProgress::is_hidden)
+    }
+
+    /// One container's line in the session display (hidden off a terminal).
+    pub fn session_line(&self, label: &str) -> ProgressBar {
+        let Some(session) = self.session.as_ref().filter(|_| !self.quiet) else {
+            return ProgressBar::hidden();
+        };
+        let bar = session.add(ProgressBar::new_spinner());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {prefix:<24} {elapsed:>4} {msg}")
+                .expect("valid template"),
+        );
+        bar.set_prefix(label.to_string());
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    }
+
+    /// A bar over the capture window, in tenths of a second.
+    pub fn capture_bar(&self, window: Duration, label: &str) -> ProgressBar {
+        if self.session.is_some() || self.quiet {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::with_draw_target(
+            Some((window.as_millis() / 100) as u64),
+            ProgressDrawTarget::stderr(),
+        );
+        bar.set_style(
+            ProgressStyle::with_template("{prefix} [{bar:40.cyan/blue}] {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar.set_prefix(label.to_string());
+        bar
+    }
+
+    /// A spinner for work of unknown length (download, folding).
+    pub fn spinner(&self, message: &str) -> ProgressBar {
+        if self.session.is_some() || self.quiet {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("valid template"),
+        );
+        bar.set_message(message.to_string());
+        bar.enable_steady_tick(Duration::from_millis(120));
+        bar
+    }
+
+    /// A line for the user while a bar may be drawn.
+    pub fn note(&self, bar: Option<&ProgressBar>, text: &str) {
+        if self.quiet {
+            return;
+        }
+        match bar {
+            Some(b) if !b.is_hidden() => b.println(text),
+            _ => match &self.session {
+                Some(multi) if !multi.is_hidden() => {
+                    let _ = multi.println(text);
+                }
+                _ => eprintln!("{text}"),
+            },
+        }
     }
 }

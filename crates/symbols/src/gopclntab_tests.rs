@@ -1,3 +1,5 @@
+//! Tests of the pclntab reader against binaries built by real Go toolchains.
+
 use super::*;
 use crate::gosource::GoFuncData;
 use std::collections::HashMap;

@@ -2,10 +2,10 @@
 //! error for a capture of no samples, and the advice on what was recorded.
 
 use super::{CpuSettings, LOW_SAMPLE_WARNING, NODE_FOLDED, NODE_SVG, UNSYMBOLIZED_WARNING};
+use crate::capture::lifecycle::Run;
 use crate::capture::manifest::{subtitle, Sampling};
-use crate::capture::run::Run;
-use crate::capture::session::Recording;
-use crate::capture::Target;
+use crate::capture::target::Target;
+use crate::capture::window::Recording;
 use crate::engines::{Collected, Engine};
 use crate::error::Error;
 use crate::error::Result;
@@ -32,7 +32,7 @@ pub(super) fn no_samples<E: Engine>(
             Some(n) => Some(format!(
                 "{} recorded {n} samples but none had a stack; {}",
                 engine.name(),
-                crate::engines::perf::first_error_line(&collected.stderr)
+                crate::text::first_error_line(&collected.stderr)
             )),
             None => None,
         },
@@ -146,7 +146,7 @@ pub(super) fn advise<E: Engine>(
         .then(|| node_perf_map(&target.process.cmdline, &target.process_facts));
     // Without its perf map a Node profile is unnamed for that reason, said below.
     // A jitdump names JavaScript only through the native fold (perf script cannot read it).
-    let native = manifest.fold_path.as_deref() == Some(crate::engines::perf::NATIVE_FOLD);
+    let native = manifest.fold_path.as_deref() == Some(crate::engines::NATIVE_FOLD);
     let names_js = |m: PerfMap| m == PerfMap::Written || (m == PerfMap::Jitdump && native);
     if unsymbolized > UNSYMBOLIZED_WARNING && node_map.is_none_or(names_js) {
         let fix = match target.runtime {

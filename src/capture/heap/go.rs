@@ -1,159 +1,246 @@
 //! A Go program's heap: the runtime's own heap profile from its net/http/pprof endpoint
 //! (jemalloc's dumps do not apply: Go has its own allocator), fetched by the pprof engine
-//! through the same lifecycle as every capture: placed beside the target, the session's
-//! gate, the target's watch, Ctrl-C, the stem and the manifest's session.
+//! like any engine's recording (placed beside the target, the session's gate, the
+//! target's watch, Ctrl-C, the stem and the manifest's session), and written as a memory
+//! flamegraph with the manifest's heap record.
 
-use super::HeapOutcome;
+use crate::capture::context::CaptureCtx;
+use crate::capture::kept::Again;
+use crate::capture::lifecycle::{Recipe, Run, WindowPlan, Written};
 use crate::capture::manifest::{manifest_for, ManifestBase};
-use crate::capture::run::{placed, Run};
-use crate::capture::{Located, Target};
-use crate::engines::pprof::{self, PprofEngine, PprofKind};
-use crate::engines::{CollectJob, Engine, RecordCommand, RecordJob};
+use crate::capture::place;
+use crate::capture::target::{Located, Target, TargetSpec};
+use crate::capture::window::Recording;
+use crate::engines::{select, AnyEngine, AnyReady, CollectJob, Collected, Engine, RecordJob};
 use crate::error::{Error, Result};
 use crate::profile::heap::parse::Measure;
+use crate::profile::heap::HeapRecord;
+use crate::render::{write_folded_file, write_svg_file, SvgSpec};
 use crate::settings::{CallGraph, CaptureMode, FoldPath, HeapSettings, HeapSource, Placement};
-use crate::signals::Interrupts;
-use crate::store;
+use crate::store::{self, GraphRecord, Manifest};
+use crate::units::human_bytes;
+use inferno::flamegraph::color::{BasicPalette, Palette};
+use std::path::Path;
 use std::time::Duration;
 
 /// How long the runtime may take to answer a heap profile's request.
 const FETCH_LIMIT: Duration = Duration::from_secs(60);
 
-pub(super) async fn go_heap(
-    located: Located,
-    settings: &HeapSettings,
-    interrupts: &mut Interrupts,
-) -> Result<HeapOutcome> {
-    if let HeapSource::Existing(_) = settings.source {
-        return Err(Error::Usage(format!(
-            "'{}' runs a Go program, whose heap profile comes from its net/http/pprof endpoint as it is now: \
-             --latest, --all-dumps, --last and --files choose among jemalloc dumps and do not apply",
-            located.container.name
-        )));
-    }
-    let engine = PprofEngine {
-        kind: PprofKind::Heap {
-            allocated: settings.measure == Measure::Allocated,
-        },
-        url: settings.pprof_url.clone(),
-        container: located.container.name.clone(),
-    };
-    // The engine reaches the process over its network: no mode or right to choose.
-    let placement = Placement {
-        mode: CaptureMode::Sidecar,
-        profiler_image: settings.profiler_image.clone(),
-        window: FETCH_LIMIT,
-        allow_privileged: false,
-        allow_sysctl: false,
-    };
-    placed(&engine, located, &placement, false, async |target| {
-        target
-            .in_workdir(
-                async |workdir| snapshot(&engine, target, workdir, settings, interrupts).await,
-                async |_| {},
-            )
-            .await
-    })
-    .await
+/// The files a Go heap capture writes next to its manifest.
+const GO_HEAP_EXTENSIONS: &[&str] = &["pb.gz", "folded", "svg"];
+
+/// The Go heap, as the window opens: one fetch, then the files.
+pub(super) struct GoHeapRecipe<'s> {
+    settings: &'s HeapSettings,
+    target: TargetSpec,
+    engine: Option<AnyEngine>,
+    job: RecordJob,
 }
 
-/// The heap as the window opens: one fetch, then the files.
-async fn snapshot(
-    engine: &PprofEngine,
-    target: &Target<pprof::Ready>,
-    workdir: &str,
-    settings: &HeapSettings,
-    interrupts: &mut Interrupts,
-) -> Result<HeapOutcome> {
-    let PprofKind::Heap { allocated } = engine.kind else {
-        unreachable!("a heap capture fetches a heap profile")
-    };
-    let run = Run::new(target, workdir, &settings.output_dir, "heap")?;
-    let job = RecordJob {
-        pid: target.process.pid,
-        workdir: workdir.to_string(),
-        duration: FETCH_LIMIT,
-        frequency: 0,
-        call_graph: CallGraph::FramePointer,
-        process: target.process_facts.clone(),
-    };
-    let RecordCommand { argv, .. } = engine.record_command(&target.ready, &job);
-    let label = format!("fetching the heap profile of {}", target.container.name);
-    let mut window = run.window(&argv, FETCH_LIMIT, &label, &[], true);
-    // A snapshot: the fetch runs to its end; the limit only bounds it.
-    window.until_command_ends = true;
-    window.stops_itself = true;
-    let recording = run.record(&window, interrupts).await?;
-    // Ctrl-C cut the fetch short: nothing came home.
-    if recording.interrupted && !recording.output.success() {
-        run.stem
-            .discard(crate::capture::session::ARTIFACT_EXTENSIONS);
-        return Err(Error::Interrupted);
-    }
-    let mut manifest = manifest_for(
-        target,
-        ManifestBase {
-            kind: "heap",
-            typed_target: &settings.target,
-            engine: engine.name(),
-            tool: engine.tool(&target.ready),
-            window: Duration::ZERO,
-            requested: Duration::ZERO,
-            interrupted: recording.interrupted,
-        },
-    );
-    recording.stamp(&mut manifest);
-    manifest.events = vec![engine.event(&target.ready)];
-    if let Some(go) = &target.go {
-        manifest.runtime_version = go.version.clone();
-    }
-    let collect = CollectJob {
-        shell: &target.shell,
-        target_container: &target.container.id,
-        go: None,
-        pid: target.process.pid,
-        workdir,
-        recorded: &recording.output,
-        stem: &run.stem,
-        symfs: None,
-        keep_script: false,
-        inline: false,
-        call_graph: CallGraph::FramePointer,
-        fold: FoldPath::Native,
-    };
-    let fetched = run
-        .after_window(
-            engine.fetched(&target.ready, &collect),
-            "fetch",
-            "reading the heap profile",
-            &crate::capture::kept::Again::Summarize,
-            || manifest.clone(),
-            || {},
-            interrupts,
-        )
-        .await?;
-    let written = pprof::write_heap_capture(
-        &target.container.name,
-        allocated,
-        &fetched,
-        &mut manifest,
-        &run.stem,
-    );
-    let extensions = match written {
-        Ok(extensions) => extensions,
-        Err(e) => {
-            run.stem.discard(pprof::HEAP_EXTENSIONS);
-            return Err(e);
+impl<'s> GoHeapRecipe<'s> {
+    pub(super) fn new(settings: &'s HeapSettings, target: TargetSpec) -> Self {
+        GoHeapRecipe {
+            settings,
+            target,
+            engine: None,
+            job: RecordJob::default(),
         }
+    }
+
+    fn engine(&self) -> &AnyEngine {
+        self.engine.as_ref().expect("the engine is placed first")
+    }
+
+    fn allocated(&self) -> bool {
+        self.settings.measure == Measure::Allocated
+    }
+}
+
+impl Recipe for GoHeapRecipe<'_> {
+    type Ready = AnyReady;
+
+    fn prefix(&self) -> &'static str {
+        "heap"
+    }
+
+    fn target(&self) -> &TargetSpec {
+        &self.target
+    }
+
+    fn store(&self) -> &Path {
+        &self.settings.output_dir
+    }
+
+    async fn place(&mut self, mut located: Located, ctx: &CaptureCtx) -> Result<Target<AnyReady>> {
+        if let HeapSource::Existing(_) = self.settings.source {
+            located.release_ahead().await;
+            return Err(Error::Usage(format!(
+                "'{}' runs a Go program, whose heap profile comes from its net/http/pprof endpoint as it is now: \
+                 --latest, --all-dumps, --last and --files choose among jemalloc dumps and do not apply",
+                located.container.name
+            )));
+        }
+        let engine = select::go_heap(
+            &located.container.name,
+            self.allocated(),
+            self.settings.pprof_url.clone(),
+        );
+        // The engine reaches the process over its network: no mode or right to choose.
+        let placement = Placement {
+            mode: CaptureMode::Sidecar,
+            profiler_image: self.settings.profiler_image.clone(),
+            window: FETCH_LIMIT,
+            allow_privileged: false,
+            allow_sysctl: false,
+        };
+        let target = place::engine(&engine, located, &placement, false, ctx).await?;
+        self.engine = Some(engine);
+        Ok(target)
+    }
+
+    async fn window(&mut self, run: &Run<'_, AnyReady>) -> Result<Option<WindowPlan>> {
+        let target = run.target;
+        self.job = RecordJob {
+            pid: target.process.pid,
+            workdir: run.workdir().to_string(),
+            duration: FETCH_LIMIT,
+            process: target.process_facts.clone(),
+            ..Default::default()
+        };
+        let engine = self.engine();
+        Ok(Some(WindowPlan {
+            argv: engine.record_command(&target.ready, &self.job).argv,
+            duration: FETCH_LIMIT,
+            label: format!("fetching the heap profile of {}", target.container.name),
+            facts: engine.recorder_facts(),
+            // A snapshot: the fetch runs to its end; the limit only bounds it.
+            until_command_ends: true,
+            ..Default::default()
+        }))
+    }
+
+    async fn analyse(
+        &mut self,
+        run: &Run<'_, AnyReady>,
+        recording: Option<Recording>,
+        ctx: &mut CaptureCtx,
+    ) -> Result<Written> {
+        let recording = recording.expect("a Go heap capture fetches in a window");
+        // Ctrl-C cut the fetch short: nothing came home.
+        if recording.interrupted && !recording.output.success() {
+            return Err(Error::Interrupted);
+        }
+        let (engine, target) = (self.engine(), run.target);
+        let mut manifest = manifest_for(
+            target,
+            ManifestBase {
+                kind: "heap",
+                typed_target: &self.settings.target,
+                engine: engine.name(),
+                tool: engine.tool(&target.ready),
+                window: Duration::ZERO,
+                requested: Duration::ZERO,
+                interrupted: recording.interrupted,
+            },
+        );
+        recording.stamp(&mut manifest);
+        manifest.events = vec![engine.event(&target.ready)];
+        let report = ctx.report.clone();
+        let job = CollectJob {
+            shell: &target.shell,
+            target_container: &target.container.id,
+            go: None,
+            pid: target.process.pid,
+            workdir: run.workdir(),
+            recorded: &recording.output,
+            stem: &run.stem,
+            symfs: None,
+            keep_script: false,
+            inline: false,
+            call_graph: CallGraph::FramePointer,
+            fold: FoldPath::Native,
+            report: &report,
+        };
+        let again = Again::Summarize;
+        let collected = run
+            .after_window(
+                engine.collect(&target.ready, &job),
+                "fetch",
+                "reading the heap profile",
+                &again,
+                || manifest.clone(),
+                || {},
+                ctx,
+            )
+            .await?;
+        let container = &target.container.name;
+        write_heap(
+            container,
+            self.allocated(),
+            &collected,
+            &mut manifest,
+            &run.stem,
+        )?;
+        Ok(Written {
+            manifest,
+            extensions: GO_HEAP_EXTENSIONS.to_vec(),
+            listed: Vec::new(),
+            warnings: Vec::new(),
+            text: None,
+            again,
+        })
+    }
+}
+
+/// Writes `.folded` and `.svg` at `stem` and completes `manifest` with what the heap
+/// profile says (the original `.pb.gz` is already kept).
+fn write_heap(
+    container: &str,
+    allocated: bool,
+    collected: &Collected,
+    manifest: &mut Manifest,
+    stem: &store::Stem,
+) -> Result<()> {
+    let folded = &collected.folded;
+    write_folded_file(folded, &stem.path("folded"))?;
+    let total = folded.total();
+    let (measure, sample_type) = if allocated {
+        ("allocated since start (alloc_space)", "alloc_space")
+    } else {
+        ("in use (inuse_space)", "inuse_space")
     };
-    let mut files = manifest.record_stem_files(&run.stem, &extensions);
-    let manifest_path = manifest.write(&run.stem)?;
-    files.push((manifest_path.clone(), store::file_size(&manifest_path)));
-    Ok(HeapOutcome {
-        manifest,
-        manifest_path,
-        files,
-        warnings: Vec::new(),
-        report: String::new(),
-    })
+    let title = format!("{container} — Go heap, {measure} — {}", human_bytes(total));
+    let mut spec = SvgSpec::cpu(title, None);
+    spec.count_name = store::units::BYTES.into();
+    spec.palette = Palette::Basic(BasicPalette::Mem);
+    write_svg_file(folded, &spec, &stem.path("svg"))?;
+
+    manifest.sample_count = total;
+    manifest.unsymbolized_share = (folded.unsymbolized_share() * 1000.0).round() / 1000.0;
+    manifest.top_functions = folded.top_self(10);
+    for (step, ms) in &collected.timings_ms {
+        manifest.timings_ms.insert(step.to_string(), *ms);
+    }
+    manifest.graphs.push(GraphRecord {
+        svg: stem.file_name("svg"),
+        folded: stem.file_name("folded"),
+        view: "unfiltered".into(),
+        unit: store::units::BYTES.into(),
+    });
+    manifest.notes.extend(collected.notes.iter().cloned());
+    let url = collected.source.as_deref().unwrap_or("its endpoint");
+    manifest.heap = Some(HeapRecord {
+        measure: if allocated { "allocated" } else { "in-use" }.into(),
+        how: format!("Go runtime heap profile from {url} ({sample_type})"),
+        total_bytes: total,
+        total_objects: collected.objects.unwrap_or(0),
+        stacks: folded.stacks.len(),
+        top_self: folded.top_self(25),
+        top_inclusive: crate::profile::top::by_inclusive(folded, 25)
+            .into_iter()
+            .map(|r| (r.name, r.samples))
+            .collect(),
+        ..Default::default()
+    });
+    Ok(())
 }

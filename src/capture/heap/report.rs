@@ -19,7 +19,7 @@ use crate::settings::{HeapSettings, HeapSource};
 use crate::store::{self, Manifest, Stem};
 use crate::symbols::module::{basename, ModuleSymbols, SymbolKind};
 use crate::text::truncate;
-use crate::ui::progress;
+use crate::ui::Reporter;
 use crate::units::human_bytes;
 use chrono::Local;
 use std::collections::{BTreeMap, HashMap};
@@ -54,6 +54,7 @@ fn window_growth(
 
 /// Parses, symbolizes and writes everything, the dumps being home (`local_names`: each
 /// dump's file name in the stem's directory).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn analyse(
     target: &HeapTarget,
     obtained: &Obtained,
@@ -62,7 +63,8 @@ pub(super) async fn analyse(
     stem: &Stem,
     timings: &mut BTreeMap<String, u64>,
     warnings: &mut Vec<String>,
-) -> Result<(Manifest, PathBuf, Vec<(PathBuf, u64)>, String)> {
+    report: &Reporter,
+) -> Result<Analysis> {
     let dir = stem.dir().to_path_buf();
     let t = Instant::now();
     let parsed = parse_dumps(obtained, &dir, local_names)?;
@@ -78,13 +80,13 @@ pub(super) async fn analyse(
 
     // The binaries the stacks point into, fetched once into the cache.
     let t = Instant::now();
-    let spinner = progress::spinner("fetching binaries for symbols");
+    let spinner = report.spinner("fetching binaries for symbols");
     let (modules, module_records) = fetch_modules(target, &dump_refs, &dir, warnings).await;
     spinner.finish_and_clear();
     timings.insert("fetch_binaries".to_string(), t.elapsed().as_millis() as u64);
 
     let t = Instant::now();
-    let spinner = progress::spinner("symbolizing");
+    let spinner = report.spinner("symbolizing");
     let (resolved, stats) = symbolize_dumps(&dump_refs, &modules);
     spinner.finish_and_clear();
     timings.insert("symbolize".to_string(), t.elapsed().as_millis() as u64);
@@ -113,7 +115,7 @@ pub(super) async fn analyse(
         ));
     }
     let period = dump_refs.first().map(|d| d.sample_period).unwrap_or(0);
-    let report = write_profile(target, obtained, settings, stem, &profile, period, &stats)?;
+    let text = write_profile(target, obtained, settings, stem, &profile, period, &stats)?;
     timings.insert("render".to_string(), t.elapsed().as_millis() as u64);
 
     let done = Analysed {
@@ -124,7 +126,7 @@ pub(super) async fn analyse(
         stats: &stats,
         period,
     };
-    let (manifest, manifest_path, files) = done.write_manifest(
+    let (manifest, listed, extensions) = done.manifest(
         target,
         obtained,
         settings,
@@ -133,7 +135,21 @@ pub(super) async fn analyse(
         timings.clone(),
         warnings,
     )?;
-    Ok((manifest, manifest_path, files, report))
+    Ok(Analysis {
+        manifest,
+        listed,
+        extensions,
+        text,
+    })
+}
+
+/// What the analysis made: the manifest (its files still to list), the dumps listed in
+/// it, the extensions written at the stem, and the report.
+pub(super) struct Analysis {
+    pub(super) manifest: Manifest,
+    pub(super) listed: Vec<(PathBuf, u64)>,
+    pub(super) extensions: Vec<&'static str>,
+    pub(super) text: String,
 }
 
 /// Copies the dumps out of the container into `dir`. Returns each dump's local file name;
@@ -144,8 +160,9 @@ pub(super) async fn download_dumps(
     obtained: &Obtained,
     dir: &Path,
     copied: &mut Vec<PathBuf>,
+    report: &Reporter,
 ) -> Result<HashMap<String, String>> {
-    let spinner = progress::spinner(&format!(
+    let spinner = report.spinner(&format!(
         "copying {} dump(s) out of {}",
         obtained.collected.len(),
         target.container.name
@@ -234,7 +251,7 @@ fn write_profile(
 }
 
 /// A written manifest, its path, and every file of the capture with its size.
-type Listed = (Manifest, PathBuf, Vec<(PathBuf, u64)>);
+type Listed = (Manifest, Vec<(PathBuf, u64)>, Vec<&'static str>);
 
 /// What the analysis made, for the manifest.
 struct Analysed<'a> {
@@ -247,10 +264,10 @@ struct Analysed<'a> {
 }
 
 impl Analysed<'_> {
-    /// The manifest, with the heap over time plotted beside the report, written. Returns
-    /// it, its path and every file of the capture.
+    /// The manifest, with the heap over time plotted beside the report. Returns it, the
+    /// dumps it lists, and the extensions of the files written at the stem.
     #[allow(clippy::too_many_arguments)]
-    fn write_manifest(
+    fn manifest(
         &self,
         target: &HeapTarget,
         obtained: &Obtained,
@@ -298,19 +315,17 @@ impl Analysed<'_> {
         if let Some(recording) = &obtained.recording {
             recording.stamp(&mut manifest);
         }
-        let mut files: Vec<(PathBuf, u64)> = obtained
+        let listed: Vec<(PathBuf, u64)> = obtained
             .collected
             .iter()
             .map(|d| manifest.record_file(dir, &local_names[&d.name]))
             .collect();
-        files.extend(manifest.record_stem_files(stem, HEAP_EXTENSIONS));
+        let mut extensions = HEAP_EXTENSIONS.to_vec();
         if plot.is_some() {
-            files.extend(manifest.record_stem_files(stem, &[plot::HEAP_PLOT]));
+            extensions.push(plot::HEAP_PLOT);
         }
         manifest.notes.extend(warnings.iter().cloned());
-        let manifest_path = manifest.write(stem)?;
-        files.push((manifest_path.clone(), store::file_size(&manifest_path)));
-        Ok((manifest, manifest_path, files))
+        Ok((manifest, listed, extensions))
     }
 }
 

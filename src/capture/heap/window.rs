@@ -7,16 +7,16 @@
 //! are collected too. After the window, the dumps are awaited until the end dump settles.
 
 use super::dumps::dumps_since_process_start;
-use super::{HeapTarget, Obtained, DUMP_WAIT, POLL};
+use super::{HeapTarget, Jemalloc, Obtained, DUMP_WAIT, POLL};
+use crate::capture::context::CaptureCtx;
 use crate::capture::kept::Again;
-use crate::capture::run::Run;
+use crate::capture::lifecycle::{Run, WindowPlan};
+use crate::capture::window::Recording;
 use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{DumpFile, DumpKind, Signal};
-use crate::signals::Interrupts;
 use crate::store::Manifest;
 use crate::text::{first_line, printable, truncate};
-use crate::ui::progress;
 use std::time::Duration;
 
 /// The recorder's exit status when the signal at the window's start could not be sent.
@@ -96,42 +96,44 @@ pub(super) fn check_can_dump(target: &HeapTarget, signal: &Signal) -> Result<()>
     })
 }
 
-/// Over the window: the signal at the start and the end (when the process catches it),
-/// interval dumps meanwhile. The newest fresh dump is rendered; all are collected.
-pub(super) async fn fresh_dumps(
-    run: &Run<'_, super::Jemalloc>,
+/// Why a fresh dump cannot come, with what to check.
+fn unavailable(target: &HeapTarget, signal: &Signal, detail: String) -> Error {
+    let jemalloc = &target.ready;
+    Error::HeapDumpUnavailable {
+        container: target.container.name.clone(),
+        pid: target.process.pid,
+        detail,
+        hint: format!(
+            "check that the process may write to {} (prof_prefix in {}), and that the program calls jemalloc's \
+             prof.dump on SIG{}; its log may say why (`docker logs {}`)",
+            jemalloc.dump_dir, jemalloc.conf_variable, signal.name, target.container.name
+        ),
+    }
+}
+
+/// The window over which fresh dumps are asked for: the signal at the start and the end
+/// (when the process catches it), interval dumps meanwhile. Returns it, with the newest
+/// dump sequence of the process before it.
+pub(super) async fn plan(
+    run: &Run<'_, Jemalloc>,
     window: Duration,
     signal: &Signal,
-    interrupts: &mut Interrupts,
-) -> Result<Obtained> {
+) -> Result<(WindowPlan, Option<u64>)> {
     let target = run.target;
     let jemalloc = &target.ready;
     let signal_name = signal.name.as_str();
     let pid = target.process.pid;
-    let interval = jemalloc.conf.lg_interval();
-    let unavailable = |detail: String| {
-        Error::HeapDumpUnavailable {
-        container: target.container.name.clone(),
-        pid,
-        detail,
-        hint: format!(
-            "check that the process may write to {} (prof_prefix in {}), and that the program calls jemalloc's \
-             prof.dump on SIG{signal_name}; its log may say why (`docker logs {}`)",
-            jemalloc.dump_dir, jemalloc.conf_variable, target.container.name
-        ),
-    }
-    };
     // The signal acts for the process's user: it is sent as that user, never as root.
     let Some(user) = target.process_facts.exec_user() else {
-        return Err(unavailable(format!(
+        return Err(unavailable(target, signal, format!(
             "the user of pid {pid} is unknown, and the dump signal is sent only as the process's own user"
         )));
     };
-    let owned = target.shell.run(&["chown", &user, run.workdir]).await?;
+    let owned = target.shell.run(&["chown", &user, run.workdir()]).await?;
     if !owned.success() {
-        return Err(unavailable(format!(
+        return Err(unavailable(target, signal, format!(
             "chown {user} {} failed (the window's helper runs as the process's user in a private directory of /tmp): {}",
-            run.workdir,
+            run.workdir(),
             said(&owned.stderr)
         )));
     }
@@ -142,10 +144,9 @@ pub(super) async fn fresh_dumps(
         signal.number,
         window,
         jemalloc.catches_signal,
-        run.workdir,
+        run.workdir(),
     );
-    let label = format!("heap dumps of {} (pid {pid})", target.container.name);
-    let notes = [match interval {
+    let note = match jemalloc.conf.lg_interval() {
         Some(n) if jemalloc.catches_signal => {
             format!("SIG{signal_name} at the start and the end, interval dumps every 2^{n} bytes")
         }
@@ -153,10 +154,32 @@ pub(super) async fn fresh_dumps(
         Some(n) => format!(
             "interval dumps every 2^{n} bytes (the process does not catch SIG{signal_name})"
         ),
-    }];
-    let mut recorder = run.window(&argv, window, &label, &notes, false);
-    recorder.user = Some(&user);
-    let recording = run.record(&recorder, interrupts).await?;
+    };
+    let plan = WindowPlan {
+        argv,
+        duration: window,
+        label: format!("heap dumps of {} (pid {pid})", target.container.name),
+        notes: vec![note],
+        user: Some(user),
+        ..Default::default()
+    };
+    Ok((plan, before_max))
+}
+
+/// After the window: its helper's end checked, and the dumps it asked for awaited until
+/// the end dump settles. The newest fresh dump is rendered; all are collected.
+pub(super) async fn obtained(
+    run: &Run<'_, Jemalloc>,
+    signal: &Signal,
+    recording: Recording,
+    before_max: Option<u64>,
+    ctx: &mut CaptureCtx,
+) -> Result<Obtained> {
+    let target = run.target;
+    let jemalloc = &target.ready;
+    let signal_name = signal.name.as_str();
+    let pid = target.process.pid;
+    let unavailable = |detail| unavailable(target, signal, detail);
     if recording.process_exited.is_some() {
         return Err(unavailable(
             "the process exited during the window; its end dump cannot come".into(),
@@ -186,9 +209,11 @@ pub(super) async fn fresh_dumps(
     // The end dump lands after the window: waited for under the target's watch and Ctrl-C.
     let expected = if jemalloc.catches_signal { 2 } else { 0 };
     let ended = recording.stopped_at.timestamp();
-    let spinner = progress::spinner(&format!("waiting for the dumps of pid {pid}"));
+    let spinner = ctx
+        .report
+        .spinner(&format!("waiting for the dumps of pid {pid}"));
     let nothing_home = Again::Heap {
-        container: &target.container.name,
+        container: target.container.name.clone(),
         paths: Vec::new(),
         local: Vec::new(),
     };
@@ -206,28 +231,11 @@ pub(super) async fn fresh_dumps(
             &nothing_home,
             Manifest::default,
             || spinner.finish_and_clear(),
-            interrupts,
+            ctx,
         )
         .await?;
     let Some(newest) = fresh.last().cloned() else {
-        return Err(if jemalloc.catches_signal {
-            unavailable(format!(
-                "no new dump appeared in {} within {} s of SIG{signal_name}",
-                jemalloc.dump_dir,
-                DUMP_WAIT.as_secs()
-            ))
-        } else {
-            Error::HeapDumpUnavailable {
-                container: target.container.name.clone(),
-                pid,
-                detail: format!(
-                    "no interval dump was written in the {:.0} s window (one comes every 2^{} allocated bytes)",
-                    recording.window.as_secs_f64(),
-                    interval.unwrap_or(0)
-                ),
-                hint: "lengthen the window or lower lg_prof_interval, or have the program call prof.dump on a signal".into(),
-            }
-        });
+        return Err(no_fresh_dump(target, signal, &recording));
     };
     let intervals = fresh
         .iter()
@@ -242,6 +250,33 @@ pub(super) async fn fresh_dumps(
         interrupted: recording.interrupted,
         recording: Some(recording),
     })
+}
+
+/// No dump of the window came.
+fn no_fresh_dump(target: &HeapTarget, signal: &Signal, recording: &Recording) -> Error {
+    let jemalloc = &target.ready;
+    if jemalloc.catches_signal {
+        return unavailable(
+            target,
+            signal,
+            format!(
+                "no new dump appeared in {} within {} s of SIG{}",
+                jemalloc.dump_dir,
+                DUMP_WAIT.as_secs(),
+                signal.name
+            ),
+        );
+    }
+    Error::HeapDumpUnavailable {
+        container: target.container.name.clone(),
+        pid: target.process.pid,
+        detail: format!(
+            "no interval dump was written in the {:.0} s window (one comes every 2^{} allocated bytes)",
+            recording.window.as_secs_f64(),
+            jemalloc.conf.lg_interval().unwrap_or(0)
+        ),
+        hint: "lengthen the window or lower lg_prof_interval, or have the program call prof.dump on a signal".into(),
+    }
 }
 
 /// How the window's dumps were obtained, for the report and the manifest.
@@ -497,7 +532,7 @@ mod tests {
         let start = format!(
             "echo $$ > {}/{}; exec \"$@\"",
             workdir,
-            crate::capture::RECORDER_PIDFILE
+            crate::capture::record_script::RECORDER_PIDFILE
         );
         let mut window = Command::new("sh");
         window.args(["-c", &start, "sh"]).args(&argv);

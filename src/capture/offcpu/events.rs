@@ -4,7 +4,7 @@
 
 use super::PerfTarget;
 use crate::docker::ContainerShell;
-use crate::engines::perf;
+use crate::engines::select::failure;
 use crate::error::{Error, Result};
 use crate::profile::offcpu::events::{
     check_events, is_tracepoint, kernel_version, CheckedEvents, EventProblem,
@@ -144,17 +144,13 @@ umount /sys/kernel/tracing && echo "unmounted"
 /// Opens every event on the process for 100 ms, so a denied tracepoint fails before the
 /// capture window, with perf's own words.
 pub async fn trial_events(target: &PerfTarget, events: &[String]) -> Result<()> {
-    let pid = target.process.pid.to_string();
-    let mut argv: Vec<&str> = vec![&target.ready.perf.path, "stat", "-x,"];
-    for event in events {
-        argv.extend(["-e", event.as_str()]);
-    }
-    argv.extend(["-p", &pid, "--", "sleep", "0.1"]);
+    let argv = target.ready.events_trial(events, target.process.pid);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let out = target.shell.run(&argv).await?;
     if out.success() {
         return Ok(());
     }
-    Err(perf::failure(
+    Err(failure(
         &target.container.name,
         "trial of the config's events",
         &out.stderr,
@@ -164,25 +160,12 @@ pub async fn trial_events(target: &PerfTarget, events: &[String]) -> Result<()> 
 
 /// The largest ring buffer perf may map here, or None for perf's default.
 pub async fn ring_buffer(target: &PerfTarget, workdir: &str) -> Option<String> {
-    let pid = target.process.pid.to_string();
     let trial = format!("{workdir}/ring-trial.data");
     for size in RING_BUFFERS {
-        let head = target.ready.perf.record_in(workdir);
-        let mut argv: Vec<&str> = head.iter().map(String::as_str).collect();
-        argv.extend([
-            "-q",
-            "-m",
-            size,
-            "-e",
-            "cpu-clock",
-            "-p",
-            &pid,
-            "-o",
-            &trial,
-            "--",
-            "sleep",
-            "0.05",
-        ]);
+        let argv = target
+            .ready
+            .ring_trial(workdir, size, target.process.pid, &trial);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         let out = target.shell.run(&argv).await.ok()?;
         let _ = target.shell.run(&["rm", "-f", &trial]).await;
         if out.success() {

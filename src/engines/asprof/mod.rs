@@ -11,13 +11,12 @@ use crate::docker::archive::UploadFile;
 use crate::docker::probe::{ContainerFacts, CAP_PERFMON, CAP_SYS_ADMIN};
 use crate::docker::target::ProcInfo;
 use crate::docker::{ContainerShell, Shell};
-use crate::engines::perf::first_error_line;
 use crate::error::{Error, Result};
 use crate::profile::folded::Folded;
 use crate::runtime::jvm::JvmOptions;
 use crate::runtime::ProcessFacts;
+use crate::text::first_error_line;
 use crate::text::quote;
-use crate::ui::progress;
 use release::{AGENT_LIB, ASPROF_BIN};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -283,7 +282,9 @@ impl Engine for AsprofEngine {
                 format!("{} ({})", ready.home, first_error_line(&out.stderr)),
             ));
         }
-        let spinner = progress::spinner("copying async-profiler into the container");
+        let spinner = job
+            .report
+            .spinner("copying async-profiler into the container");
         let files = [(ASPROF_BIN, 0o755), (AGENT_LIB, 0o644)].map(|(name, mode)| UploadFile {
             source: dir.join(name),
             name: name.to_string(),
@@ -419,6 +420,7 @@ mod tests {
             frequency: 999,
             call_graph: CallGraph::FramePointer,
             process: ProcessFacts::default(),
+            ..Default::default()
         };
         let cmd = engine.record_command(&ready("ctimer"), &job);
         assert_eq!(cmd.user.as_deref(), Some("1000:1000"));

@@ -5,24 +5,25 @@
 //! `perf script` streamed out of the container straight into the folder.
 
 pub mod access;
+pub mod ahead;
+pub mod face;
+mod home;
+mod kernel;
 mod native;
-pub use native::preload_kernel;
 pub mod report;
 pub mod tool;
 
 pub use crate::text::first_error_line;
 pub use access::{
-    check_access, diagnose_denial, failure, is_mlock_error, is_permission_error, likely_access,
-    parse_stat_csv, version_and_trial, Access, Denial, EventStatus,
+    check_access, diagnose_denial, failure, is_mlock_error, likely_access, parse_stat_csv,
+    version_and_trial, Access, EventStatus,
 };
+pub use home::bring_home;
 pub use native::NATIVE as NATIVE_FOLD;
-pub use report::{parse_record_report, RecordReport};
-pub use tool::{
-    build_option_on, find_perf, major_minor, order_perf_candidates, perf_candidates, PerfTool,
-};
+pub use report::parse_record_report;
+pub use tool::{find_perf, major_minor, perf_candidates, PerfTool};
 
 use super::{CollectJob, Collected, Engine, RecordCommand, RecordJob, Tool};
-use crate::docker::archive::CopyLimit;
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::ProcInfo;
 use crate::docker::{ContainerShell, Shell};
@@ -34,19 +35,19 @@ use crate::profile::perfscript::FrameResolver;
 use crate::profile::timeline::TimelineWriter;
 use crate::runtime::perf_map;
 use crate::settings::FoldPath;
-use crate::store::Stem;
 use crate::symbols::binary::GoBinary;
-use crate::ui::progress;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// On-CPU sampling with `perf record -g`.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct PerfEngine {
     /// perf's version and access trial, asked before `prepare` (beside the process's
-    /// probe, `ask_ahead`): the first `prepare` through the container's own shell takes
-    /// it instead of asking again.
+    /// probe, `ahead::ask_ahead`): the first `prepare` through the container's own shell
+    /// takes it instead of asking again.
     answered: std::sync::Mutex<Option<Asked>>,
+    /// This host's kept kernel symbols, read while the window runs (`stage`).
+    kernel: kernel::KernelPreload,
 }
 
 /// An answer, and the container whose perf gave it.
@@ -66,6 +67,7 @@ impl PerfEngine {
     pub fn answered(answered: Option<Asked>) -> Self {
         PerfEngine {
             answered: std::sync::Mutex::new(answered),
+            kernel: Default::default(),
         }
     }
 
@@ -80,58 +82,6 @@ impl PerfEngine {
     }
 }
 
-/// perf's version and access trial for `pid`, asked of the perf tried first where the
-/// container has one; None where it has none.
-pub async fn ask_ahead(shell: &Shell, facts: &ContainerFacts, pid: u32) -> Option<Asked> {
-    let first = perf_candidates(facts).into_iter().next()?;
-    // Where the probe asked the version already, only the trial is left to ask.
-    let answer = match tool_ahead(facts) {
-        Some(perf) => check_access(shell, &perf.path, facts, pid)
-            .await
-            .map(|access| Some((perf, access))),
-        None => version_and_trial(shell, &first, facts, pid).await,
-    };
-    Some(Asked {
-        container: shell.container().to_string(),
-        answer,
-    })
-}
-
-/// What the access trial would answer where a recorder started ahead, sampling
-/// `likely_access`'s event, opens its events on the process: only where the trial could
-/// answer nothing else, with no PMU in sysfs naming cycles (where one does, the trial also
-/// asks whether cycles count, and is asked). None where the recorder's start cannot
-/// stand for the trial.
-pub fn answered_by_recorder(shell: &Shell, facts: &ContainerFacts) -> Option<Asked> {
-    if facts.pmu_cycles {
-        return None;
-    }
-    Some(Asked {
-        container: shell.container().to_string(),
-        answer: Ok(Some((tool_ahead(facts)?, likely_access(facts)))),
-    })
-}
-
-/// The perf tried first, as its answer to the version query a probe asked ahead read
-/// (`ContainerFacts::probe_for_perf`); None where the probe did not ask or it did not
-/// answer.
-pub fn tool_ahead(facts: &ContainerFacts) -> Option<PerfTool> {
-    let first = perf_candidates(facts).into_iter().next()?;
-    let answer = facts.perf_ahead.version_answer(&first)?;
-    PerfTool::from_build_options(&first, answer)
-}
-
-/// The command line of the perf CPU recorder `job` asks for, sampling what the trial most
-/// likely answers (`likely_access`): the recorder a capture may start before the trial
-/// answers, and takes only if its own command line is the same.
-pub fn likely_record_argv(perf: PerfTool, facts: &ContainerFacts, job: &RecordJob) -> Vec<String> {
-    let ready = PerfReady {
-        perf,
-        access: likely_access(facts),
-    };
-    PerfEngine::default().record_command(&ready, job).argv
-}
-
 /// A perf that may record the process, and the event it samples.
 #[derive(Debug, Clone)]
 pub struct PerfReady {
@@ -143,13 +93,13 @@ pub struct PerfReady {
 pub const FOLDING_STARTED: &str = "folding started (perf script)";
 
 /// perf.data's name in the workdir.
-const DATA_NAME: &str = "perf.data";
+pub(super) const DATA_NAME: &str = "perf.data";
 
 impl Engine for PerfEngine {
     type Ready = PerfReady;
 
     fn name(&self) -> &'static str {
-        "perf"
+        PerfReady::ENGINE
     }
 
     async fn prepare<'a>(
@@ -163,7 +113,7 @@ impl Engine for PerfEngine {
         // is asked, and the one that answers tried.
         let asked = match self.take_answer(shell.container()) {
             Some(answer) => Some(answer),
-            None => ask_ahead(shell, facts, process.pid)
+            None => ahead::ask_ahead(shell, facts, process.pid)
                 .await
                 .map(|asked| asked.answer),
         };
@@ -179,7 +129,6 @@ impl Engine for PerfEngine {
                 (perf, access)
             }
         };
-        crate::ui::phases::mark("perf found, its access tried");
         Ok(PerfReady { perf, access })
     }
 
@@ -196,10 +145,20 @@ impl Engine for PerfEngine {
     }
 
     fn tool(&self, ready: &PerfReady) -> Tool {
-        Tool {
-            path: ready.perf.path.clone(),
-            version: ready.perf.version.clone(),
+        ready.tool()
+    }
+
+    async fn stage<'a>(
+        &'a self,
+        _ready: &'a PerfReady,
+        _shell: &'a Shell,
+        job: &'a RecordJob,
+    ) -> Result<()> {
+        // The native fold's kernel names, read while the window runs.
+        if let Some(cache) = &job.symbol_cache {
+            self.kernel.start(cache.clone());
         }
+        Ok(())
     }
 
     fn event(&self, ready: &PerfReady) -> String {
@@ -264,12 +223,13 @@ impl Engine for PerfEngine {
                 &data_in_container,
                 &job.recorded.stderr,
                 job.stem,
+                job.report,
             ),
             prefetch,
             check
         );
         home?;
-        crate::ui::phases::mark("recording copied out");
+        job.report.mark("recording copied out");
         let mut timings_ms = vec![("download", started.elapsed().as_millis() as u64)];
         let mut notes = Vec::new();
         let perf_map_refused = if wanted {
@@ -286,7 +246,7 @@ impl Engine for PerfEngine {
         let native_only = job.fold == FoldPath::Native || perf_map_refused.is_some();
         if wanted || native_only {
             let started = Instant::now();
-            match native::fold(job, prefetched).await {
+            match native::fold(job, prefetched, &self.kernel).await {
                 Ok((fold, jit_notes)) if native_only || native::trusted(&fold) => {
                     timings_ms.push(("fold", started.elapsed().as_millis() as u64));
                     notes.extend(jit_notes);
@@ -301,7 +261,7 @@ impl Engine for PerfEngine {
                         fold_path: Some(native::NATIVE),
                         notes,
                         warnings,
-                        sampled_hz: None,
+                        ..Collected::default()
                     });
                 }
                 Ok((fold, _)) => notes.push(format!(
@@ -319,73 +279,86 @@ impl Engine for PerfEngine {
                 )),
             }
         }
-        let started = Instant::now();
-
-        let spinner = progress::spinner("symbolizing and folding stacks (perf script)");
-        // Without a terminal there is no spinner: one line says the fold began.
-        if spinner.is_hidden() {
-            eprintln!("{}: {FOLDING_STARTED}", job.shell.container());
-        }
-        let mut script_argv = ready.perf.in_workdir(job.workdir, "script");
-        script_argv.extend([
-            "-i".into(),
-            data_in_container.clone(),
-            "-F".into(),
-            "comm,pid,tid,time,event,ip,sym,dso".into(),
-            if job.inline {
-                "--inline"
-            } else {
-                "--no-inline"
-            }
-            .into(),
-        ]);
-        script_argv.extend(symfs_args(job.symfs.as_deref()));
-        let keep = job.keep_script.then(|| job.stem.path("script"));
-        let timeline_path = job.stem.path("timeline");
-        let resolver = go_resolver(job.go.as_ref(), job.inline);
-        let clock = crate::profile::perfdata::recording_clock(&job.stem.path("data"))
-            .ok()
-            .flatten();
-        let streamed = job
-            .shell
-            .stream_to(&script_argv, keep, move |reader| {
-                let resolver = resolver.as_ref().map(|r| r as &dyn FrameResolver);
-                fold_with_timeline(reader, &timeline_path, resolver, clock.as_ref())
-            })
-            .await;
-        spinner.finish_and_clear();
-        timings_ms.push(("fold", started.elapsed().as_millis() as u64));
-        let (folded, script_out) = match streamed {
-            Ok((folded, out)) if out.success() || !folded.is_empty() => (folded, out),
-            // The recording stays: the capture keeps it for another try.
-            Ok((_, out)) => {
-                return Err(Error::PerfFailed {
-                    container: job.shell.container().to_string(),
-                    step: "perf script".into(),
-                    detail: first_error_line(&out.stderr),
-                });
-            }
-            Err(e) => return Err(e),
-        };
-        let mut raw_files = vec!["data", "timeline"];
-        if job.keep_script {
-            raw_files.push("script");
-        }
-        Ok(Collected {
-            folded,
-            raw_files: with_perf_map(raw_files, job),
-            reported_samples: report.samples,
-            lost_chunks: parse_record_report(&script_out.stderr)
-                .lost_chunks
-                .or(report.lost_chunks),
-            stderr: script_out.stderr,
-            timings_ms,
-            fold_path: Some(native::PERF_SCRIPT),
-            notes,
-            warnings,
-            sampled_hz: None,
-        })
+        by_script(ready, job, &report, timings_ms, notes, warnings).await
     }
+}
+
+/// The recording folded by `perf script` in the container, streamed through the folder
+/// (where the native fold was not wanted, or could not name what perf would).
+async fn by_script(
+    ready: &PerfReady,
+    job: &CollectJob<'_>,
+    report: &report::RecordReport,
+    mut timings_ms: Vec<(&'static str, u64)>,
+    notes: Vec<String>,
+    warnings: Vec<String>,
+) -> Result<Collected> {
+    let data_in_container = format!("{}/{DATA_NAME}", job.workdir);
+    let started = Instant::now();
+
+    let spinner = job
+        .report
+        .spinner("symbolizing and folding stacks (perf script)");
+    // Without a terminal there is no spinner: one line says the fold began.
+    if spinner.is_hidden() {
+        eprintln!("{}: {FOLDING_STARTED}", job.shell.container());
+    }
+    let script_argv = ready.script(
+        job.workdir,
+        &data_in_container,
+        "comm,pid,tid,time,event,ip,sym,dso",
+        &[if job.inline {
+            "--inline"
+        } else {
+            "--no-inline"
+        }],
+        job.symfs.as_deref(),
+    );
+    let keep = job.keep_script.then(|| job.stem.path("script"));
+    let timeline_path = job.stem.path("timeline");
+    let resolver = go_resolver(job.go.as_ref(), job.inline);
+    let clock = crate::profile::perfdata::recording_clock(&job.stem.path("data"))
+        .ok()
+        .flatten();
+    let streamed = job
+        .shell
+        .stream_to(&script_argv, keep, move |reader| {
+            let resolver = resolver.as_ref().map(|r| r as &dyn FrameResolver);
+            fold_with_timeline(reader, &timeline_path, resolver, clock.as_ref())
+        })
+        .await;
+    spinner.finish_and_clear();
+    timings_ms.push(("fold", started.elapsed().as_millis() as u64));
+    let (folded, script_out) = match streamed {
+        Ok((folded, out)) if out.success() || !folded.is_empty() => (folded, out),
+        // The recording stays: the capture keeps it for another try.
+        Ok((_, out)) => {
+            return Err(Error::PerfFailed {
+                container: job.shell.container().to_string(),
+                step: "perf script".into(),
+                detail: first_error_line(&out.stderr),
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let mut raw_files = vec!["data", "timeline"];
+    if job.keep_script {
+        raw_files.push("script");
+    }
+    Ok(Collected {
+        folded,
+        raw_files: with_perf_map(raw_files, job),
+        reported_samples: report.samples,
+        lost_chunks: parse_record_report(&script_out.stderr)
+            .lost_chunks
+            .or(report.lost_chunks),
+        stderr: script_out.stderr,
+        timings_ms,
+        fold_path: Some(native::PERF_SCRIPT),
+        notes,
+        warnings,
+        ..Collected::default()
+    })
 }
 
 /// `raw_files` and the recorded process's perf map, when the native fold kept one (it
@@ -485,7 +458,12 @@ fn record_head(ready: &PerfReady, job: &RecordJob) -> Vec<String> {
 
 /// The end every `perf record` shares: `[-z] -p PID -o FILE -- sleep SECONDS`, recording
 /// the target process for the window, compressed where this perf can.
-pub fn record_tail(perf: &PerfTool, pid: u32, output: &str, duration: Duration) -> Vec<String> {
+pub(super) fn record_tail(
+    perf: &PerfTool,
+    pid: u32,
+    output: &str,
+    duration: Duration,
+) -> Vec<String> {
     let mut tail: Vec<String> = Vec::new();
     if perf.supports_zstd {
         tail.push("-z".into());
@@ -501,114 +479,6 @@ pub fn record_tail(perf: &PerfTool, pid: u32, output: &str, duration: Duration) 
     ]);
     tail
 }
-
-/// After the window: fails (discarding the stem) when perf wrote no data, explaining why
-/// from what perf printed (`stderr`).
-async fn ensure_data_written(
-    shell: &Shell,
-    data_in_container: &str,
-    stderr: &str,
-    stem: &Stem,
-) -> Result<()> {
-    let written = shell
-        .run(&["test", "-s", data_in_container])
-        .await
-        .map(|o| o.success())
-        .unwrap_or(false);
-    if written {
-        return Ok(());
-    }
-    stem.discard(&[]);
-    let container = shell.container().to_string();
-    if is_mlock_error(stderr) {
-        return Err(Error::PerfDenied {
-            container,
-            detail: first_error_line(stderr),
-            missing: vec!["locked memory for perf's ring buffer (other perf sessions of this user hold the budget)".into()],
-            fixes: vec![
-                "add the capability IPC_LOCK (compose `cap_add: [IPC_LOCK]`), or raise `kernel.perf_event_mlock_kb` on the host, or run fewer perf sessions at once".into(),
-            ],
-        });
-    }
-    let facts = ContainerFacts::probe(shell).await.unwrap_or_default();
-    Err(failure(&container, "perf record", stderr, &facts))
-}
-
-/// Copies perf.data out of the container as `<stem>.data` (`download_data`); where none
-/// came, or an empty one, fails as `ensure_data_written` does when perf wrote nothing. The
-/// copy is tried first: on the common path the check would cost an exec after every window.
-pub async fn bring_home(
-    shell: &Shell,
-    data_in_container: &str,
-    stderr: &str,
-    stem: &Stem,
-) -> Result<()> {
-    let copied = download_data(shell, data_in_container, stem).await;
-    let local = stem.path("data");
-    if copied.is_ok() && std::fs::metadata(&local).is_ok_and(|m| m.len() > 0) {
-        return Ok(());
-    }
-    if copied.is_ok() {
-        // An empty recording is not one to keep.
-        let _ = std::fs::remove_file(&local);
-    }
-    ensure_data_written(shell, data_in_container, stderr, stem).await?;
-    // Written, yet its copy came out empty: nothing to fold.
-    copied.and(Err(Error::PerfFailed {
-        container: shell.container().to_string(),
-        step: "copy perf.data out".into(),
-        detail: format!("{data_in_container} came out empty, though perf wrote it; record again"),
-    }))
-}
-
-/// Copies perf.data out of the container as `<stem>.data`: written as `<stem>.data.part`
-/// and renamed once whole, so that a `.data` in the store is always a whole recording
-/// (kept whatever fails after it) and a cut-off copy is never mistaken for one.
-async fn download_data(shell: &Shell, data_in_container: &str, stem: &Stem) -> Result<()> {
-    let spinner = progress::spinner("copying perf.data out of the container");
-    let partial = stem.path(PARTIAL_DATA);
-    // `cat` on a shell started ahead first; the archive API where that did not give it.
-    let downloaded = match shell
-        .copy_file_out(data_in_container, &partial, CopyLimit::RECORDING)
-        .await
-    {
-        Ok(true) => Ok(Vec::new()),
-        Ok(false) => {
-            let data_name = stem.file_name(PARTIAL_DATA);
-            let source_name = Path::new(data_in_container)
-                .file_name()
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(DATA_NAME));
-            shell
-                .docker()
-                .download(
-                    shell.container(),
-                    data_in_container,
-                    stem.dir(),
-                    CopyLimit::RECORDING,
-                    move |entry| (entry == source_name).then(|| PathBuf::from(&data_name)),
-                )
-                .await
-        }
-        Err(e) => Err(e),
-    };
-    spinner.finish_and_clear();
-    let whole = downloaded.and_then(|_| {
-        std::fs::rename(&partial, stem.path("data")).map_err(|e| {
-            Error::io(
-                format!("rename {} to {}", partial.display(), stem.file_name("data")),
-                e,
-            )
-        })
-    });
-    if whole.is_err() {
-        let _ = std::fs::remove_file(&partial);
-    }
-    whole
-}
-
-/// A download of perf.data under way.
-const PARTIAL_DATA: &str = "data.part";
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,7 @@
 //! way first. `perf script` stays the fallback (JIT code without a perf map, files it
 //! cannot fetch).
 
+use super::kernel::{kernel_listing_script, kernel_symbols, KernelPreload, MODULES_AGAIN};
 use super::CollectJob;
 use crate::docker::binary::{self, Fetched, FileStat};
 use crate::docker::wire;
@@ -17,51 +18,11 @@ use crate::runtime::perf_map;
 use crate::settings::{CallGraph, FoldPath};
 use crate::symbols::binary::SYMBOL_CACHE;
 use crate::symbols::jitdump;
-use crate::symbols::kallsyms::Kallsyms;
-use crate::symbols::kernel_cache::{self, KernelIdentity, Source};
 use crate::symbols::module_loader::Loader;
 use crate::symbols::perfmap::PerfMap;
 use crate::text::quote;
-use crate::ui::progress;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-
-/// This host's kept copy of the kernel's symbols, read on another thread while a window
-/// runs (a local engine's containers run on this host's kernel): parsing its 120,000 lines
-/// took 60-80 ms after the window on a loaded host. Used only when the container's own
-/// listing names the same kernel.
-static PRELOADED_KERNEL: std::sync::Mutex<Option<PreloadedKernel>> = std::sync::Mutex::new(None);
-
-struct PreloadedKernel {
-    cache: PathBuf,
-    read: tokio::task::JoinHandle<Option<(KernelIdentity, Kallsyms)>>,
-}
-
-/// Starts reading this host's kept kernel copy in the store's symbol cache `cache`.
-pub fn preload_kernel(cache: PathBuf) {
-    let kept_in = cache.clone();
-    let read = tokio::task::spawn_blocking(move || {
-        let id = KernelIdentity::of_this_host()?;
-        let kept = kernel_cache::load(&kept_in, &id, Source::Container)?;
-        Some((id, kept))
-    });
-    *PRELOADED_KERNEL.lock().unwrap_or_else(|e| e.into_inner()) =
-        Some(PreloadedKernel { cache, read });
-}
-
-/// The copy `preload_kernel` read from `cache`, when it is of the kernel `id` names (one
-/// read for another store's cache, by a capture beside this one, stays for that one).
-async fn preloaded_kernel(cache: &Path, id: &KernelIdentity) -> Option<Kallsyms> {
-    let preloaded = {
-        let mut slot = PRELOADED_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.as_ref().is_none_or(|p| p.cache != cache) {
-            return None;
-        }
-        slot.take()?
-    };
-    let (read_for, kept) = preloaded.read.await.ok()??;
-    (read_for == *id).then_some(kept)
-}
 
 /// The manifest's names for the two paths.
 pub const NATIVE: &str = "native";
@@ -111,80 +72,6 @@ pub fn notes(fold: &NativeFold) -> Vec<String> {
         ));
     }
     notes
-}
-
-/// Ends the list of modules in the script's output; kallsyms follows, when printed.
-const KALLSYMS_FOLLOWS: &str = "@@devprof-kallsyms";
-/// Ends kallsyms; the list of modules follows again (a module loaded during the read may
-/// be half in it: such a list is not kept).
-const MODULES_AGAIN: &str = "@@devprof-modules";
-
-/// The script that says which kernel this is, and prints kallsyms unless a copy is kept
-/// for it (every kept boot is asked about: the host's and an engine's VM may differ).
-fn kernel_listing_script(cache: &Path) -> String {
-    let kept_boots: Vec<String> = kernel_cache::kept_boots(cache)
-        .iter()
-        .map(|b| quote(b))
-        .collect();
-    let pattern = if kept_boots.is_empty() {
-        "none".to_string()
-    } else {
-        kept_boots.join("|")
-    };
-    format!(
-        "read -r boot < /proc/sys/kernel/random/boot_id; printf '%s\\n' \"$boot\"; \
-         cat /proc/modules 2>/dev/null; echo {KALLSYMS_FOLLOWS}; \
-         case \"$boot\" in {pattern}) ;; *) cat /proc/kallsyms; echo {MODULES_AGAIN}; \
-         cat /proc/modules 2>/dev/null; true ;; esac"
-    )
-}
-
-/// The kernel's symbols as the container sees them (`listing`: what `kernel_listing_script`
-/// printed): the copy kept for its boot when that names every kernel frame, else
-/// /proc/kallsyms read now (and kept for the next fold).
-async fn kernel_symbols(
-    shell: &impl ContainerShell,
-    cache: &Path,
-    raw: &RawProfile,
-    listing: Option<String>,
-) -> Option<Kallsyms> {
-    let mut id = None;
-    let mut kept = None;
-    if let Some(stdout) = listing {
-        let marker = format!("\n{KALLSYMS_FOLLOWS}\n");
-        if let Some((head, rest)) = stdout.split_once(&marker) {
-            let (boot, modules) = head.split_once('\n').unwrap_or((head, ""));
-            id = KernelIdentity::new(boot, modules);
-            if let Some((listing, after)) = rest.rsplit_once(&format!("{MODULES_AGAIN}\n")) {
-                let unchanged = id
-                    .as_ref()
-                    .filter(|id| KernelIdentity::new(boot, after).as_ref() == Some(id));
-                return parse_and_keep(listing.to_string(), cache, unchanged.cloned()).await;
-            }
-            kept = match id.as_ref() {
-                Some(id) => preloaded_kernel(cache, id).await,
-                None => None,
-            };
-            if kept.is_none() {
-                let (kept_in, wanted) = (cache.to_path_buf(), id.clone());
-                kept = tokio::task::spawn_blocking(move || {
-                    kernel_cache::load(&kept_in, wanted.as_ref()?, Source::Container)
-                })
-                .await
-                .ok()
-                .flatten();
-            }
-            if kept.as_ref().is_some_and(|k| raw.kernel_covered_by(k)) {
-                return kept;
-            }
-        }
-    }
-    // No shell in the container, or the kept copy does not cover every frame (it still
-    // names what it covers if the read fails).
-    match shell.run(&["cat", "/proc/kallsyms"]).await {
-        Ok(out) if out.success() => parse_and_keep(out.stdout, cache, id).await.or(kept),
-        _ => kept,
-    }
 }
 
 /// The files the process maps now, with their size, mtime and inode in the container (the
@@ -307,27 +194,6 @@ fn parse_prefetch(stdout: &str, success: bool, root: &str) -> Prefetched {
     }
 }
 
-/// Parses kallsyms text read now and keeps it for the rest of the boot (off the async
-/// threads: megabytes to parse and write).
-async fn parse_and_keep(
-    text: String,
-    cache: &Path,
-    id: Option<KernelIdentity>,
-) -> Option<Kallsyms> {
-    let cache = cache.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        let kallsyms = Kallsyms::parse(text)?;
-        if let Some(id) = &id {
-            // A copy that cannot be kept only costs the next fold a live read.
-            let _ = kernel_cache::save(&cache, id, Source::Container, &kallsyms);
-        }
-        Some(kallsyms)
-    })
-    .await
-    .ok()
-    .flatten()
-}
-
 /// Copies `paths` (as the capture names them) out of the container into the store's
 /// symbol cache; the ones that came out, with their local copies.
 async fn fetch_local(
@@ -437,9 +303,12 @@ async fn read_jitdump(
 pub async fn fold(
     job: &CollectJob<'_>,
     prefetched: Prefetched,
+    preloaded: &KernelPreload,
 ) -> Result<(NativeFold, Vec<String>)> {
-    let spinner = progress::spinner("symbolizing and folding stacks (native)");
-    let result = fold_inner(job, prefetched).await;
+    let spinner = job
+        .report
+        .spinner("symbolizing and folding stacks (native)");
+    let result = fold_inner(job, prefetched, preloaded).await;
     spinner.finish_and_clear();
     result
 }
@@ -447,6 +316,7 @@ pub async fn fold(
 async fn fold_inner(
     job: &CollectJob<'_>,
     prefetched: Prefetched,
+    preloaded: &KernelPreload,
 ) -> Result<(NativeFold, Vec<String>)> {
     let Prefetched {
         kernel: listing,
@@ -497,7 +367,7 @@ async fn fold_inner(
     .map_err(|e| Error::io("read perf.data", std::io::Error::other(e)))?
     .map_err(|e| Error::io(format!("read {}", data.display()), e))?;
 
-    crate::ui::phases::mark("perf.data read");
+    job.report.mark("perf.data read");
     let paths = raw.files_used();
     let kernel = raw.has_kernel_frames();
     let (perf_maps, jit_notes) = jit_names(job, &raw).await;
@@ -507,14 +377,14 @@ async fn fold_inner(
         if !kernel {
             // A listing the prefetch read whole is still kept for the boot's next fold.
             if let Some(whole) = listing.filter(|l| l.contains(MODULES_AGAIN)) {
-                kernel_symbols(job.shell, &cache, &raw, Some(whole)).await;
+                kernel_symbols(job.shell, &cache, &raw, Some(whole), preloaded).await;
             }
             return None;
         }
-        kernel_symbols(job.shell, &cache, &raw, listing).await
+        kernel_symbols(job.shell, &cache, &raw, listing, preloaded).await
     };
     let (mut locals, kallsyms) = tokio::join!(fetch_local(job, paths, &stats), kallsyms);
-    crate::ui::phases::mark("symbol files fetched");
+    job.report.mark("symbol files fetched");
     if raw.modules.iter().any(|m| m == unwind::VDSO) {
         locals.extend(unwind::own_vdso_file(&cache).map(|local| (unwind::VDSO.to_string(), local)));
     }
@@ -553,6 +423,7 @@ async fn fold_inner(
 mod tests {
     use super::*;
     use crate::docker::wire::encode;
+    use crate::engines::perf::kernel::KALLSYMS_FOLLOWS;
 
     #[test]
     fn mapped_stats_pair_encoded_paths_with_stat_lines_or_give_nothing() {

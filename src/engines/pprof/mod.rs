@@ -15,10 +15,6 @@
 //! Everything around the fetch (placement, the session's gate, the window, Ctrl-C, the
 //! target's watch, the stem) is the capture lifecycle's, as for every engine.
 
-mod write;
-
-pub use write::{write_heap_capture, HEAP_EXTENSIONS};
-
 /// The most bytes a fetched profile may have (gzip-compressed, as served; Go's are a
 /// few MB): the process serving it decides its size, devprof reads no more than this.
 const MAX_FETCHED_PROFILE: u64 = 64 << 20;
@@ -96,7 +92,7 @@ impl Ready {
 }
 
 /// A profile fetched, decoded and folded, not yet written.
-pub struct Fetched {
+struct Fetched {
     pub url: String,
     pub profile: Profile,
     pub folded: Folded,
@@ -211,30 +207,52 @@ impl Engine for PprofEngine {
     }
 
     async fn collect<'a>(&'a self, ready: &'a Ready, job: &'a CollectJob<'a>) -> Result<Collected> {
-        {
-            let fetched = self.fetched(ready, job).await?;
-            let url = &fetched.url;
-            Ok(Collected {
-                reported_samples: Some(fetched.folded.total()),
-                sampled_hz: hz(&fetched.profile),
-                folded: fetched.folded,
-                raw_files: vec!["pb.gz"],
-                timings_ms: vec![("download", fetched.download_ms)],
-                notes: vec![format!(
-                    "profile from {url} ({} Hz, Go's SIGPROF sampling); the original is kept as {}",
-                    hz(&fetched.profile).unwrap_or(GO_DEFAULT_HZ),
-                    job.stem.file_name("pb.gz")
-                )],
-                ..Collected::default()
-            })
-        }
+        let Fetched {
+            url,
+            profile,
+            folded,
+            download_ms,
+        } = self.fetched(ready, job).await?;
+        let kept = job.stem.file_name("pb.gz");
+        let (notes, sampled_hz, objects) = match self.kind {
+            PprofKind::Cpu { .. } => (
+                format!(
+                    "profile from {url} ({} Hz, Go's SIGPROF sampling); the original is kept as {kept}",
+                    hz(&profile).unwrap_or(GO_DEFAULT_HZ)
+                ),
+                hz(&profile),
+                None,
+            ),
+            PprofKind::Heap { allocated } => (
+                format!("profile from {url}; the original is kept as {kept}"),
+                None,
+                profile
+                    .value_index(if allocated {
+                        "alloc_objects"
+                    } else {
+                        "inuse_objects"
+                    })
+                    .map(|i| profile.total(i)),
+            ),
+        };
+        Ok(Collected {
+            reported_samples: Some(folded.total()),
+            sampled_hz,
+            folded,
+            raw_files: vec!["pb.gz"],
+            timings_ms: vec![("download", download_ms)],
+            notes: vec![notes],
+            source: Some(url),
+            objects,
+            ..Collected::default()
+        })
     }
 }
 
 impl PprofEngine {
     /// After the window: the profile the recorder fetched, kept as `<stem>.pb.gz` as
     /// served, decoded and its chosen value folded.
-    pub async fn fetched(&self, ready: &Ready, job: &CollectJob<'_>) -> Result<Fetched> {
+    async fn fetched(&self, ready: &Ready, job: &CollectJob<'_>) -> Result<Fetched> {
         let url = ready.profile_url(self.kind);
         if !job.recorded.success() {
             let said = first_line(&job.recorded.stderr);
@@ -432,6 +450,7 @@ mod tests {
             frequency: 999,
             call_graph: crate::settings::CallGraph::FramePointer,
             process: crate::runtime::ProcessFacts::default(),
+            ..Default::default()
         }
     }
 

@@ -8,9 +8,9 @@ use super::{CollectJob, Collected, Engine, RecordCommand, RecordJob, Tool};
 use crate::docker::probe::{ContainerFacts, TRUSTED_FN};
 use crate::docker::target::ProcInfo;
 use crate::docker::{ContainerShell, Shell};
-use crate::engines::perf::{first_error_line, is_permission_error};
 use crate::error::{Error, Result};
 use crate::profile::pyspy::fold_pyspy_raw;
+use crate::text::{first_error_line, is_permission_error};
 use std::time::Instant;
 
 /// What py-spy records, beyond the Python frames.

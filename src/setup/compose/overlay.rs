@@ -23,7 +23,7 @@ pub fn choose_capabilities(
     kernel_symbols: bool,
 ) -> CapabilityChoice {
     let mut reasons = Vec::new();
-    let old_kernel = crate::engines::perf::major_minor(kernel).is_some_and(|v| v < (5, 8));
+    let old_kernel = crate::engines::diagnosis::major_minor(kernel).is_some_and(|v| v < (5, 8));
     let monitor = if sys_admin_asked {
         reasons.push("SYS_ADMIN instead of PERFMON, as asked (--sys-admin); it grants much more than profiling needs".to_string());
         "SYS_ADMIN"

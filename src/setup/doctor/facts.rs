@@ -6,7 +6,7 @@ use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{ContainerInfo, ProcInfo};
 use crate::docker::wire::{records, Once};
 use crate::docker::{ContainerConfig, EndpointVersion};
-use crate::engines::perf::PerfTool;
+use crate::engines::diagnosis::PerfTool;
 use crate::runtime::facts::{process_script, ProcessFacts};
 use crate::symbols::elf::ElfReport;
 

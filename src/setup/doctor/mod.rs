@@ -11,11 +11,11 @@ use crate::docker::binary;
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{resolve_container, select_process};
 use crate::docker::{ContainerShell, Docker};
-use crate::engines::asprof::release;
-use crate::engines::perf::{self, EventStatus};
+use crate::engines::diagnosis::{self, EventStatus};
 use crate::error::Error;
 use crate::runtime::facts::script_argv0;
 use crate::settings::setup::DoctorSettings;
+use crate::text::{first_error_line, is_permission_error};
 use facts::{DoctorFacts, ProcessExtras, Trial};
 
 /// Gathers what it can; each step needs the one before (no daemon, no container, ...).
@@ -79,7 +79,7 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
             .collect();
         format!("{what} (processes: {})", listing.join("; "))
     });
-    facts.perf = Some(match perf::find_perf(&shell, &probe).await {
+    facts.perf = Some(match diagnosis::find_perf(&shell, &probe).await {
         Ok(tool) => Ok(tool),
         Err(Error::PerfMissing { .. }) => Err(format!(
             "not installed in the container (no {})",
@@ -114,7 +114,7 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
                 (format!("/proc/{pid}/exe"), Err("the process's executable cannot be read (no readlink in the container, or not allowed)".into()))
             });
             if checks::runtime_of(Some(p), &extras) == crate::runtime::Runtime::Jvm {
-                facts.asprof = Some(release::find_in_container(&shell).await);
+                facts.asprof = Some(diagnosis::find_asprof(&shell).await);
             }
             facts.extras = Some(extras);
         }
@@ -139,7 +139,7 @@ async fn trial<S: ContainerShell>(shell: &S, perf_path: &str, pid: &str) -> Tria
     ];
     match shell.run(&argv).await {
         Ok(out) if out.success() => {
-            let ms = perf::parse_stat_csv(&out.stderr)
+            let ms = diagnosis::parse_stat_csv(&out.stderr)
                 .into_iter()
                 .find_map(|(name, status)| match status {
                     EventStatus::Counted(v) if name.starts_with("cpu-clock") => Some(v),
@@ -148,10 +148,8 @@ async fn trial<S: ContainerShell>(shell: &S, perf_path: &str, pid: &str) -> Tria
                 .unwrap_or(0.0);
             Trial::Allowed(ms)
         }
-        Ok(out) if perf::is_permission_error(&out.stderr) => {
-            Trial::Denied(perf::first_error_line(&out.stderr))
-        }
-        Ok(out) => Trial::Failed(perf::first_error_line(&out.stderr)),
+        Ok(out) if is_permission_error(&out.stderr) => Trial::Denied(first_error_line(&out.stderr)),
+        Ok(out) => Trial::Failed(first_error_line(&out.stderr)),
         Err(e) => Trial::Failed(first_line(&e.to_string())),
     }
 }

@@ -47,7 +47,7 @@ pub const VERSIONED_TRACEPOINTS: &[(&str, (u32, u32))] = &[
     ("syscalls:sys_exit_futex_requeue", (6, 7)),
 ];
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CheckedEvents {
     pub events: Vec<String>,
     /// Events left out, each with why.

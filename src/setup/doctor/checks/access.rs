@@ -3,7 +3,7 @@
 
 use super::{check, monitor_fix, skipped, Check, Context, Status};
 use crate::docker::probe::{CAP_PERFMON, CAP_SYSLOG};
-use crate::engines::perf;
+use crate::engines::diagnosis;
 use crate::setup::doctor::facts::Trial;
 
 /// perf: found and runs in the container, its version against the kernel's.
@@ -14,7 +14,7 @@ pub(super) fn perf_check(cx: &Context<'_>, checks: &mut Vec<Check>) {
     // perf.
     match &facts.perf {
         Some(Ok(tool)) => {
-            let versions = match (perf::major_minor(&tool.version), perf::major_minor(kernel)) {
+            let versions = match (diagnosis::major_minor(&tool.version), diagnosis::major_minor(kernel)) {
                 (Some(p), Some(k)) if p == k => format!(", made for this kernel ({kernel})"),
                 (Some(p), Some(k)) if p < k => format!(
                     ", older than the kernel {kernel}: it records the usual events; features of kernels after {}.{} are not offered",
@@ -48,7 +48,7 @@ pub(super) fn perf_event_open(cx: &Context<'_>, checks: &mut Vec<Check>) {
     let paranoid_blocks = cx.paranoid_blocks;
     let seccomp_blocks = cx.seccomp_blocks;
     // perf_event_open: the trial, or the prediction from the configuration without one.
-    let denial = perf::diagnose_denial(probe);
+    let denial = diagnosis::diagnose_denial(probe);
     let predicted_denied = paranoid_blocks || seccomp_blocks;
     match &facts.trial {
         Some(Trial::Allowed(ms)) => checks.push(check(

@@ -2,7 +2,7 @@
 //! is there and which event it would get, frame pointers for perf, and its perf map.
 
 use super::{check, Check, Status};
-use crate::engines::asprof::{cpu_event, release};
+use crate::engines::diagnosis::{cpu_event, ignored_home_note};
 use crate::runtime::jvm::{self, JvmOptions};
 use crate::setup::doctor::facts::ProcessExtras;
 
@@ -64,7 +64,7 @@ pub(super) fn jvm_checks(f: &JvmFacts<'_>) -> Vec<Check> {
         )
     });
 
-    let ignored = release::ignored_home_note(process.env("ASYNC_PROFILER_HOME"), f.asprof);
+    let ignored = ignored_home_note(process.env("ASYNC_PROFILER_HOME"), f.asprof);
     checks.push(match f.asprof {
         Some(home) => {
             let (event, note) = cpu_event(f.paranoid, process.cap_eff);

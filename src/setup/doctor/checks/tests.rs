@@ -2,7 +2,7 @@
 use super::runtime_check::runtime_check;
 use super::*;
 use crate::docker::{ContainerConfig, EndpointVersion, Flavour};
-use crate::engines::perf::PerfTool;
+use crate::engines::diagnosis::PerfTool;
 use crate::runtime::facts::ProcessFacts;
 use crate::symbols::elf::{Arch, ElfReport, FpVerdict, FramePointers, Jemalloc};
 

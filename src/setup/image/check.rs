@@ -5,7 +5,7 @@
 use crate::docker::binary;
 use crate::docker::probe::ContainerFacts;
 use crate::docker::{ContainerShell, Docker};
-use crate::engines::perf;
+use crate::engines::diagnosis;
 use crate::error::{Error, Result};
 use crate::symbols::elf::{ElfReport, FpVerdict};
 
@@ -114,7 +114,7 @@ pub async fn check_image(docker: &Docker, image: &str, binary: Option<&str>) -> 
     let shell = docker.shell(&info);
     let result = async {
         let facts = ContainerFacts::probe(&shell).await?;
-        let perf = match perf::find_perf(&shell, &facts).await {
+        let perf = match diagnosis::find_perf(&shell, &facts).await {
             Ok(tool) => Ok((tool.path, tool.version)),
             Err(Error::PerfMissing { .. }) => Err(format!("no {}", crate::error::PERF_SEARCH)),
             Err(e) => Err(e.to_string()),

@@ -14,7 +14,7 @@ pub use check::{check_image, ImageCheck};
 use crate::docker::{BuildEnd, BuildRequest, Docker};
 use crate::error::{Error, Result};
 use crate::settings::setup::{BuildKind, BuildSettings, SourceBuild};
-use crate::ui::progress;
+use crate::ui::Reporter;
 use manifest::{JemallocProfiling, Project};
 use std::collections::HashMap;
 use std::path::Path;
@@ -47,7 +47,7 @@ pub struct BuildOutcome {
 }
 
 /// Builds the image `settings` describe, then checks it.
-pub async fn build(settings: &BuildSettings) -> Result<BuildOutcome> {
+pub async fn build(settings: &BuildSettings, report: &Reporter) -> Result<BuildOutcome> {
     let mut plan = Vec::new();
     // The source tree is read first: its mistakes are the user's, whatever the engine.
     let prepared = match &settings.kind {
@@ -186,7 +186,7 @@ pub async fn build(settings: &BuildSettings) -> Result<BuildOutcome> {
     }
 
     let started = Instant::now();
-    let result = run_build(&docker, &request, &tar_path, settings.verbose).await;
+    let result = run_build(&docker, &request, &tar_path, report).await;
     let _ = std::fs::remove_file(&tar_path);
     let (image_id, build_log) = result?;
     let elapsed = started.elapsed();
@@ -385,9 +385,10 @@ async fn run_build(
     docker: &Docker,
     request: &BuildRequest,
     tar_path: &Path,
-    verbose: bool,
+    report: &Reporter,
 ) -> Result<(String, log::BuildLog)> {
-    let spinner = progress::spinner(&format!("building {}", request.tag));
+    let verbose = report.verbose();
+    let spinner = report.spinner(&format!("building {}", request.tag));
     let plain = spinner.is_hidden();
     let mut build_log = log::BuildLog::default();
     let end = docker
@@ -402,7 +403,7 @@ async fn run_build(
                         }
                     }
                     log::LogEvent::Line(line) if verbose => {
-                        progress::note(Some(&spinner), &format!("  {line}"))
+                        report.note(Some(&spinner), &format!("  {line}"))
                     }
                     log::LogEvent::Line(_) => {}
                 }
