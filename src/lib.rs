@@ -30,4 +30,3 @@ pub use devprof_symbols as symbols;
 pub mod ui;
 pub use devprof_base::units;
 pub mod view;
-

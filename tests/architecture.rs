@@ -942,3 +942,75 @@ fn the_pure_crates_reach_nothing_of_the_binary() {
         }
     }
 }
+
+// ----- what lives in a static -----
+
+/// The statics of src/, each with why it is one; a capture's inputs are never among them
+/// (they travel in `capture::CaptureCtx`).
+const STATICS: &[(&str, &str, &str)] = &[
+    (
+        "signals.rs",
+        "DELIVERED",
+        "the signal handler counts every delivery",
+    ),
+    (
+        "signals.rs",
+        "ON_TERMINAL",
+        "the signal handler leaves a closed terminal",
+    ),
+    (
+        "signals.rs",
+        "EXIT_NOTE",
+        "what the third interrupt prints before exiting at once",
+    ),
+    (
+        "docker/ssh.rs",
+        "LIVE",
+        "ssh bridge sockets removed at exit",
+    ),
+    (
+        "docker/containers.rs",
+        "NEXT",
+        "unique sidecar names within the process",
+    ),
+    (
+        "cli/dotenv.rs",
+        "DOTENV",
+        "the .env file, read once like the environment",
+    ),
+];
+
+#[test]
+fn no_capture_input_lives_in_a_static() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let name = file.strip_prefix(src()).unwrap().display().to_string();
+        let code = code_of(&std::fs::read_to_string(&file).unwrap());
+        for line in code.lines() {
+            let line = line.trim_start();
+            for keyword in ["thread_local!", "task_local!", "static mut "] {
+                if line.contains(keyword) {
+                    found.push(format!("{name}: {line}"));
+                }
+            }
+            let declared = line
+                .strip_prefix("pub static ")
+                .or_else(|| line.strip_prefix("static "));
+            if let Some(rest) = declared {
+                let ident: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !STATICS.iter().any(|(f, s, _)| *f == name && *s == ident) {
+                    found.push(format!("{name}: static {ident}"));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "statics without a reason in STATICS (a capture's input goes in CaptureCtx): {found:#?}"
+    );
+}

@@ -12,6 +12,7 @@ use super::liveness::{Stop, Watch};
 use super::target::{locate, Located, Target, TargetSpec};
 use super::window::{record, Recording, Window};
 use super::workdir::Workdir;
+use crate::docker::target::ProcessSelector;
 use crate::engines::{Ahead, RecorderFacts};
 use crate::error::{Error, Result};
 use crate::store::{self, Manifest, Stem, ARTIFACT_EXTENSIONS};
@@ -63,6 +64,33 @@ pub struct WindowPlan {
     pub until_command_ends: bool,
 }
 
+/// What a capture records and where its files go: the target as the user named it, the
+/// store, and the prefix of its files there (`perf`, `offcpu`, `stat`, `heap`).
+#[derive(Debug, Clone)]
+pub struct CaptureSpec {
+    pub prefix: &'static str,
+    pub target: TargetSpec,
+    pub store: PathBuf,
+}
+
+impl CaptureSpec {
+    pub fn new(
+        prefix: &'static str,
+        target: &str,
+        process: &ProcessSelector,
+        store: &Path,
+    ) -> Self {
+        CaptureSpec {
+            prefix,
+            target: TargetSpec {
+                name: target.to_string(),
+                process: process.clone(),
+            },
+            store: store.to_path_buf(),
+        }
+    }
+}
+
 /// A kind of capture: what it records and what it makes of it. The driver (`run`) calls
 /// these in order; each step has a default where most kinds need nothing. Its futures
 /// need not be `Send`: a capture runs on its command's task (a session polls its captures
@@ -72,14 +100,8 @@ pub trait Recipe {
     /// What reaches the placed process: an engine's `Ready`, or the recipe's own facts.
     type Ready: Send + Sync;
 
-    /// The prefix of its files in the store (`perf`, `offcpu`, `stat`, `heap`).
-    fn prefix(&self) -> &'static str;
-
-    /// The target as the user named it.
-    fn target(&self) -> &TargetSpec;
-
-    /// The store's directory.
-    fn store(&self) -> &Path;
+    /// What it records and where its files go.
+    fn spec(&self) -> &CaptureSpec;
 
     /// What its engine asks of the container ahead of the window.
     fn ahead(&self, _ctx: &CaptureCtx) -> Ahead {
@@ -146,8 +168,18 @@ pub trait Recipe {
 /// Runs `recipe` from finding its target to its files, and releases everything, whatever
 /// happens (a panic too).
 pub async fn run<R: Recipe>(recipe: R, ctx: &mut CaptureCtx) -> Result<Captured> {
-    let located = locate(ctx, recipe.target(), &recipe.ahead(ctx)).await?;
+    let located = locate(ctx, &recipe.spec().target, &recipe.ahead(ctx)).await?;
     run_located(recipe, located, ctx).await
+}
+
+/// Gives up what `located` made ahead when Ctrl-C came while it was found: nothing is
+/// placed, nothing is left.
+async fn still_wanted(mut located: Located, ctx: &CaptureCtx) -> Result<Located> {
+    if let Err(e) = ctx.not_interrupted() {
+        located.release_ahead().await;
+        return Err(e);
+    }
+    Ok(located)
 }
 
 /// `run` for a target already found (a kind whose recipe depends on what runs there).
@@ -157,6 +189,7 @@ pub async fn run_located<R: Recipe>(
     ctx: &mut CaptureCtx,
 ) -> Result<Captured> {
     ctx.report.mark("target found");
+    let located = still_wanted(located, ctx).await?;
     let mut target = recipe.place(located, ctx).await?;
     // Boxed: a capture's future is large, and a session polls several side by side on one
     // thread's stack.
@@ -173,10 +206,11 @@ async fn placed<R: Recipe>(
     ctx: &mut CaptureCtx,
 ) -> Result<Captured> {
     ctx.step(Step::Place)?;
+    ctx.not_interrupted()?;
     recipe.check(target, ctx).await?;
     ctx.not_interrupted()?;
     if !recipe.has_window() {
-        let run = Run::new(target, None, recipe.store(), recipe.prefix())?;
+        let run = Run::new(target, None, recipe.spec())?;
         return analysed(recipe, &run, None, ctx).await;
     }
     let workdir = target.take_workdir().await?;
@@ -199,7 +233,7 @@ async fn in_workdir<R: Recipe>(
 ) -> Result<Captured> {
     ctx.step(Step::Workdir)?;
     recipe.stage(target, workdir.path(), ctx).await?;
-    let run = Run::new(target, Some(workdir), recipe.store(), recipe.prefix())?;
+    let run = Run::new(target, Some(workdir), recipe.spec())?;
     let recorded = recipe.record(&run, ctx).await;
     let recording = recorded
         .and_then(|r| ctx.step(Step::Window).map(|_| r))
@@ -258,16 +292,15 @@ pub struct Run<'a, R> {
 }
 
 impl<'a, R> Run<'a, R> {
-    /// Reserves the capture's stem, `<output_dir>/<container>/<prefix>-<time>`.
+    /// Reserves the capture's stem, `<store>/<container>/<prefix>-<time>`.
     fn new(
         target: &'a Target<R>,
         workdir: Option<&'a Workdir>,
-        output_dir: &Path,
-        prefix: &str,
+        spec: &CaptureSpec,
     ) -> Result<Self> {
         let stem = Stem::reserve(
-            &store::container_dir(output_dir, &target.container.name),
-            prefix,
+            &store::container_dir(&spec.store, &target.container.name),
+            spec.prefix,
             Local::now(),
         )?;
         Ok(Run {

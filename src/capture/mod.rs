@@ -11,6 +11,7 @@
 pub mod alignment;
 pub mod armed_stop;
 pub mod clocks;
+pub mod collect;
 pub mod command;
 pub mod context;
 pub mod cpu;

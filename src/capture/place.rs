@@ -9,7 +9,7 @@ use super::sidecar;
 use super::sysctl;
 use super::target::{locate, Located, Target, TargetSpec};
 use super::workdir::Workdir;
-use crate::engines::{Ahead, AnyEngine, AnyReady, Chain, Engine, Reach};
+use crate::engines::{Ahead, AnyEngine, AnyReady, Chain, Engine, Reach, Reached};
 use crate::error::{Error, Result};
 use crate::settings::{CaptureMode, Placement};
 use crate::text::first_line;
@@ -98,7 +98,7 @@ async fn in_container<E: Engine>(
         }
         Workdir::make(&located.shell).await.ok()
     };
-    let prepare = || engine.prepare(&located.shell, &located.facts, &located.process);
+    let prepare = || engine.prepare(reached(&located));
     let (mut attempt, early) = tokio::join!(prepare(), early);
     let mut sysctls = None;
     if matches!(attempt, Err(Error::PerfDenied { .. })) && located.facts.sysctl_writable {
@@ -188,5 +188,14 @@ async fn rootless_denial(docker: &crate::docker::Docker, e: Error) -> Error {
             }
         }
         e => e,
+    }
+}
+
+/// The found process as its own container's shell reaches it.
+pub fn reached(located: &Located) -> Reached<'_> {
+    Reached {
+        shell: &located.shell,
+        facts: &located.facts,
+        process: &located.process,
     }
 }

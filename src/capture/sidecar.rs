@@ -9,7 +9,7 @@ use super::target::{choose_process, Located, Sidecar, Target};
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{ContainerInfo, ProcessSelector};
 use crate::docker::SidecarSpec;
-use crate::engines::Engine;
+use crate::engines::{Engine, Reached};
 use crate::error::{Error, Result};
 use crate::settings::Placement;
 use crate::text::first_line;
@@ -203,7 +203,11 @@ pub async fn start_on_network<E: Engine>(
     let info = docker.start_sidecar(&spec).await?;
     let shell = docker.shell(&info);
     let ready = match engine
-        .prepare(&shell, &located.facts, &located.process)
+        .prepare(Reached {
+            shell: &shell,
+            facts: &located.facts,
+            process: &located.process,
+        })
         .await
     {
         Ok(ready) => ready,
@@ -251,7 +255,11 @@ async fn try_tier<E: Engine>(
     let facts = ContainerFacts::probe(shell).await?;
     let process = choose_process(shell, &facts, selector, &container.name).await?;
     let ready = engine
-        .prepare(shell, &facts, &process)
+        .prepare(Reached {
+            shell,
+            facts: &facts,
+            process: &process,
+        })
         .await
         .map_err(|e| match e {
             Error::PerfMissing { .. } => Error::ProfilerImageLacks {

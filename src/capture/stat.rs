@@ -6,10 +6,12 @@
 use super::command::{self, Launch, RunAs, RunEnd};
 use super::context::CaptureCtx;
 use super::kept::Again;
-use super::lifecycle::{self, Captured, Recipe, Run as CaptureRun, WindowPlan, Written};
+use super::lifecycle::{
+    self, CaptureSpec, Captured, Recipe, Run as CaptureRun, WindowPlan, Written,
+};
 use super::manifest::{manifest_for, ManifestBase};
 use super::place;
-use super::target::{Located, Target, TargetSpec};
+use super::target::{Located, Target};
 use super::window::Recording;
 use crate::docker::{ContainerShell, Shell};
 use crate::engines::select::{self, PerfReady};
@@ -19,7 +21,6 @@ use crate::profile::stat::{self, Counter, Reading, Run, StatRecord};
 use crate::settings::{CaptureMode, EngineSpec, StatSettings, StatSource};
 use crate::store::{Manifest, Stem};
 use crate::text::{first_error_line, quote};
-use std::path::Path;
 use std::time::Duration;
 
 /// Longest one run of a command may take.
@@ -41,7 +42,7 @@ pub async fn run_stat(settings: &StatSettings, ctx: &mut CaptureCtx) -> Result<C
 /// A stat capture: its settings, and who a command runs as.
 pub struct StatRecipe<'s> {
     settings: &'s StatSettings,
-    target: TargetSpec,
+    spec: CaptureSpec,
     run_as: Option<RunAs>,
     /// perf stat's command line over the window.
     argv: Vec<String>,
@@ -51,10 +52,12 @@ impl<'s> StatRecipe<'s> {
     pub fn new(settings: &'s StatSettings) -> Self {
         StatRecipe {
             settings,
-            target: TargetSpec {
-                name: settings.target.clone(),
-                process: settings.process.clone(),
-            },
+            spec: CaptureSpec::new(
+                "stat",
+                &settings.target,
+                &settings.process,
+                &settings.output_dir,
+            ),
             run_as: None,
             argv: Vec::new(),
         }
@@ -64,16 +67,8 @@ impl<'s> StatRecipe<'s> {
 impl Recipe for StatRecipe<'_> {
     type Ready = PerfReady;
 
-    fn prefix(&self) -> &'static str {
-        "stat"
-    }
-
-    fn target(&self) -> &TargetSpec {
-        &self.target
-    }
-
-    fn store(&self) -> &Path {
-        &self.settings.output_dir
+    fn spec(&self) -> &CaptureSpec {
+        &self.spec
     }
 
     fn ahead(&self, _ctx: &CaptureCtx) -> Ahead {

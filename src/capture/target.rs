@@ -13,7 +13,7 @@ use crate::docker::target::{
     ProcessSelector, CPU_SAMPLE_SCRIPT,
 };
 use crate::docker::{ContainerShell, Docker, Shell};
-use crate::engines::{Ahead, Asked};
+use crate::engines::{Ahead, Asked, Reached};
 use crate::error::{Error, Result};
 use crate::runtime::{self, ProcessFacts, Runtime};
 use crate::symbols::binary::GoBinary;
@@ -140,9 +140,12 @@ pub async fn locate(ctx: &CaptureCtx, spec: &TargetSpec, ahead: &Ahead) -> Resul
             return Err(e);
         }
     };
-    let (process_facts, started) = ahead
-        .beside_process(&shell, &facts, &process, &ctx.report)
-        .await;
+    let at = Reached {
+        shell: &shell,
+        facts: &facts,
+        process: &process,
+    };
+    let (process_facts, started) = ahead.beside_process(at, &ctx.report).await;
     let mut located = Located {
         workdir: started.workdir.as_deref().and_then(Workdir::made_ahead),
         asked: started.asked,

@@ -1,6 +1,5 @@
 //! `devprof cpu`: run the capture, then print the closing summary.
 
-use super::{open_flamegraph, phases};
 use crate::capture::{self, CaptureCtx, Captured};
 use crate::cli::CpuArgs;
 use crate::error::Result;
@@ -12,39 +11,8 @@ use std::path::PathBuf;
 pub async fn run(args: CpuArgs, output_dir: PathBuf, ctx: &mut CaptureCtx) -> Result<()> {
     let settings = CpuSettings::from_args(args, output_dir)?;
     let outcome = capture::cpu::run_cpu(&settings, ctx).await?;
-    output::emit(
-        settings.json,
-        || json_summary(&outcome),
-        || human_summary(&outcome),
-        &outcome.warnings,
-    );
-    phases(ctx);
-    if settings.open {
-        open_flamegraph(&outcome.manifest, &outcome.manifest_path);
-    }
-    Ok(())
-}
-
-fn json_summary(outcome: &Captured) -> serde_json::Value {
-    serde_json::json!({
-        "manifest": outcome.manifest_path,
-        "files": output::files_json(&outcome.files),
-        "samples": outcome.manifest.sample_count,
-        "event": outcome.manifest.events.first(),
-        "engine": outcome.manifest.engine,
-        "runtime": outcome.manifest.runtime,
-        "process": outcome.manifest.process,
-        "duration_s": outcome.manifest.duration_recorded_s,
-        "interrupted": outcome.manifest.interrupted,
-        "command": outcome.manifest.command,
-        "top_functions": outcome.manifest.top_functions,
-        "unsymbolized_share": outcome.manifest.unsymbolized_share,
-        "stacks": outcome.manifest.stacks,
-        "graphs": outcome.manifest.graphs,
-        "perf_map": outcome.manifest.perf_map,
-        "parts": outcome.manifest.parts,
-        "warnings": outcome.warnings,
-    })
+    let flags = (settings.json, settings.open);
+    super::closing(&outcome, flags, ctx, json_fields, human_summary)
 }
 
 pub fn human_summary(outcome: &Captured) -> String {
@@ -121,4 +89,21 @@ pub fn human_summary(outcome: &Captured) -> String {
         ));
     }
     out
+}
+
+/// What its `--json` says beside the fields every capture has.
+fn json_fields(outcome: &Captured) -> serde_json::Value {
+    serde_json::json!({
+        "samples": outcome.manifest.sample_count,
+        "event": outcome.manifest.events.first(),
+        "engine": outcome.manifest.engine,
+        "runtime": outcome.manifest.runtime,
+        "command": outcome.manifest.command,
+        "top_functions": outcome.manifest.top_functions,
+        "unsymbolized_share": outcome.manifest.unsymbolized_share,
+        "stacks": outcome.manifest.stacks,
+        "graphs": outcome.manifest.graphs,
+        "perf_map": outcome.manifest.perf_map,
+        "parts": outcome.manifest.parts,
+    })
 }

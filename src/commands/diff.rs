@@ -10,7 +10,7 @@ use crate::render::{differential_subtitle, write_svg_lines_to, SvgOutput};
 use crate::settings::store::DiffSettings;
 use crate::store::catalog::Capture;
 use crate::store::loader::{self, Loaded, ProfileRef};
-use crate::ui::table::{self, pct, Align};
+use crate::ui::table;
 use crate::units::thousands;
 use std::path::PathBuf;
 
@@ -160,17 +160,14 @@ fn section(heading: &str, rows: &[&DiffRow]) -> String {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
-                pct(r.before_percent),
-                pct(r.after_percent),
-                format!("{:+.2}", r.delta_points),
-                r.name.clone(),
-            ]
+            let mut cells = r.shown().to_vec();
+            cells.push(r.name.clone());
+            cells
         })
         .collect();
     out.push_str(&table::render(
         &["BEFORE %", "AFTER %", "CHANGE", "FUNCTION"],
-        &[Align::Right, Align::Right, Align::Right, Align::Left],
+        "RRRL",
         &cells,
         2,
     ));
@@ -271,15 +268,7 @@ fn compare_stat(before: &Capture, after: &Capture, json: bool) -> Result<()> {
         &[
             "COUNTER", "UNIT", "BEFORE", "AFTER", "CHANGE", "%", "VERDICT",
         ],
-        &[
-            Align::Left,
-            Align::Left,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Left,
-        ],
+        "LLRRRRL",
         &cells,
         2,
     ));

@@ -1,6 +1,5 @@
 //! `devprof heap`: obtain and render the heap dumps, then print the closing summary.
 
-use super::{open_flamegraph, phases};
 use crate::capture::heap::run_heap;
 use crate::capture::{CaptureCtx, Captured};
 use crate::cli::HeapArgs;
@@ -14,43 +13,8 @@ use std::path::PathBuf;
 pub async fn run(args: HeapArgs, output_dir: PathBuf, ctx: &mut CaptureCtx) -> Result<()> {
     let settings = HeapSettings::from_args(args, output_dir)?;
     let outcome = run_heap(&settings, ctx).await?;
-    output::emit(
-        settings.json,
-        || json_summary(&outcome),
-        || human_summary(&outcome),
-        &outcome.warnings,
-    );
-    phases(ctx);
-    if settings.open {
-        open_flamegraph(&outcome.manifest, &outcome.manifest_path);
-    }
-    Ok(())
-}
-
-fn json_summary(outcome: &Captured) -> serde_json::Value {
-    let heap = outcome.manifest.heap.clone().unwrap_or_default();
-    serde_json::json!({
-        "manifest": outcome.manifest_path,
-        "files": output::files_json(&outcome.files),
-        "measure": heap.measure,
-        "how": heap.how,
-        "dumps": heap.dumps,
-        "total_bytes": heap.total_bytes,
-        "total_objects": heap.total_objects,
-        "header_total_bytes": heap.header_total_bytes,
-        "header_gap_percent": heap.header_gap_percent,
-        "stacks": heap.stacks,
-        "addresses": heap.addresses,
-        "addresses_symbolized": heap.addresses_symbolized,
-        "own_sites": heap.own_sites,
-        "top_self": heap.top_self,
-        "top_inclusive": heap.top_inclusive,
-        "modules": heap.modules,
-        "duration_s": outcome.manifest.duration_recorded_s,
-        "interrupted": outcome.manifest.interrupted,
-        "timings_ms": outcome.manifest.timings_ms,
-        "warnings": outcome.warnings,
-    })
+    let flags = (settings.json, settings.open);
+    super::closing(&outcome, flags, ctx, json_fields, human_summary)
 }
 
 fn human_summary(outcome: &Captured) -> String {
@@ -112,4 +76,26 @@ fn human_summary(outcome: &Captured) -> String {
         }
     }
     out
+}
+
+/// What its `--json` says beside the fields every capture has.
+fn json_fields(outcome: &Captured) -> serde_json::Value {
+    let heap = outcome.manifest.heap.clone().unwrap_or_default();
+    serde_json::json!({
+        "measure": heap.measure,
+        "how": heap.how,
+        "dumps": heap.dumps,
+        "total_bytes": heap.total_bytes,
+        "total_objects": heap.total_objects,
+        "header_total_bytes": heap.header_total_bytes,
+        "header_gap_percent": heap.header_gap_percent,
+        "stacks": heap.stacks,
+        "addresses": heap.addresses,
+        "addresses_symbolized": heap.addresses_symbolized,
+        "own_sites": heap.own_sites,
+        "top_self": heap.top_self,
+        "top_inclusive": heap.top_inclusive,
+        "modules": heap.modules,
+        "timings_ms": outcome.manifest.timings_ms,
+    })
 }

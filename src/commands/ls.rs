@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::settings::store::LsSettings;
 use crate::store::catalog::{self, Capture};
 use crate::store::session;
-use crate::ui::table::{self, Align};
+use crate::ui::table;
 use crate::units::human_bytes;
 use chrono::Local;
 use std::path::PathBuf;
@@ -82,16 +82,7 @@ fn list_sessions(settings: &LsSettings) -> Result<()> {
                 "CONTAINERS",
                 "SESSION"
             ],
-            &[
-                Align::Left,
-                Align::Left,
-                Align::Left,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Left,
-                Align::Left
-            ],
+            "LLLRRRLL",
             &rows,
             0
         )
@@ -129,16 +120,7 @@ pub fn human_table(captures: &[Capture]) -> String {
             "SIZE",
             "CAPTURE",
         ],
-        &[
-            Align::Left,
-            Align::Left,
-            Align::Left,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Left,
-        ],
+        "LLLRRRRL",
         &rows,
         0,
     );

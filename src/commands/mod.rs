@@ -97,13 +97,45 @@ fn capture_ctx(report: Reporter, marks: Option<&MarkArgs>) -> Result<Option<Capt
     Ok(Some(CaptureCtx::new(report, interrupts()?, plan)))
 }
 
-/// After a capture's summary: with `--verbose`, where its time went.
-fn phases(ctx: &CaptureCtx) {
+/// What every capture command does at its end: the closing summary (JSON, or for people)
+/// and the warnings; with `--verbose`, where its time went; with `--open`, its first
+/// flamegraph in the browser. `json` gives what its `--json` adds to the fields every
+/// capture has, `human` its summary for people.
+fn closing(
+    outcome: &crate::capture::Captured,
+    (as_json, open): (bool, bool),
+    ctx: &CaptureCtx,
+    json: fn(&crate::capture::Captured) -> serde_json::Value,
+    human: fn(&crate::capture::Captured) -> String,
+) -> Result<()> {
+    let json = || {
+        let mut fields = json(outcome);
+        let common = serde_json::json!({
+            "manifest": outcome.manifest_path,
+            "files": crate::ui::output::files_json(&outcome.files),
+            "process": outcome.manifest.process,
+            "events": outcome.manifest.events,
+            "duration_s": outcome.manifest.duration_recorded_s,
+            "interrupted": outcome.manifest.interrupted,
+            "warnings": outcome.warnings,
+        });
+        if let (Some(fields), serde_json::Value::Object(common)) = (fields.as_object_mut(), common)
+        {
+            fields.extend(common);
+        }
+        fields
+    };
+    let human = || human(outcome);
+    crate::ui::output::emit(as_json, json, human, &outcome.warnings);
     if ctx.report.verbose() {
         if let Some(phases) = ctx.report.phases() {
             eprint!("{phases}");
         }
     }
+    if open {
+        open_flamegraph(&outcome.manifest, &outcome.manifest_path);
+    }
+    Ok(())
 }
 
 /// `--open` after a capture: its first flamegraph in the browser, or why not (on stderr).

@@ -1,6 +1,5 @@
 //! `devprof offcpu`: run the capture, then print the summary and the files written.
 
-use super::{open_flamegraph, phases};
 use crate::capture::offcpu::run_offcpu;
 use crate::capture::{CaptureCtx, Captured};
 use crate::cli::OffcpuArgs;
@@ -13,30 +12,8 @@ use std::path::PathBuf;
 pub async fn run(args: OffcpuArgs, output_dir: PathBuf, ctx: &mut CaptureCtx) -> Result<()> {
     let settings = OffcpuSettings::from_args(args, output_dir)?;
     let outcome = run_offcpu(&settings, ctx).await?;
-    output::emit(
-        settings.json,
-        || json_summary(&outcome),
-        || human_summary(&outcome),
-        &outcome.warnings,
-    );
-    phases(ctx);
-    if settings.open {
-        open_flamegraph(&outcome.manifest, &outcome.manifest_path);
-    }
-    Ok(())
-}
-
-fn json_summary(outcome: &Captured) -> serde_json::Value {
-    serde_json::json!({
-        "manifest": outcome.manifest_path,
-        "files": output::files_json(&outcome.files),
-        "events": outcome.manifest.events,
-        "config": outcome.manifest.config,
-        "duration_s": outcome.manifest.duration_recorded_s,
-        "interrupted": outcome.manifest.interrupted,
-        "summary": outcome.manifest.offcpu,
-        "warnings": outcome.warnings,
-    })
+    let flags = (settings.json, settings.open);
+    super::closing(&outcome, flags, ctx, json_fields, human_summary)
 }
 
 fn human_summary(outcome: &Captured) -> String {
@@ -57,4 +34,12 @@ fn human_summary(outcome: &Captured) -> String {
         }
     }
     out
+}
+
+/// What its `--json` says beside the fields every capture has.
+fn json_fields(outcome: &Captured) -> serde_json::Value {
+    serde_json::json!({
+        "config": outcome.manifest.config,
+        "summary": outcome.manifest.offcpu,
+    })
 }

@@ -7,7 +7,7 @@ use crate::cli::ProfileArgs;
 use crate::error::{Error, Result};
 use crate::settings::profile::ProfileSettings;
 use crate::store::session::{start_spread_ms, SessionRow};
-use crate::ui::table::{self, Align};
+use crate::ui::table;
 use crate::units::{human_bytes, thousands};
 use std::path::PathBuf;
 
@@ -89,14 +89,7 @@ pub fn human_summary(outcome: &SessionOutcome) -> String {
             "OFF-CPU",
             "VERDICT",
         ],
-        &[
-            Align::Left,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Left,
-        ],
+        "LRRRRL",
         &rows,
         2,
     ));

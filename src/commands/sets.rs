@@ -12,7 +12,7 @@ use crate::profile::stat_diff::functions::{
 use crate::render::{write_svg_lines_to, SvgOutput};
 use crate::settings::store::DiffSettings;
 use crate::store::loader::LoadedSet;
-use crate::ui::table::{self, Align};
+use crate::ui::table;
 use std::collections::HashSet;
 
 fn filtered(filter: &StackFilter, folded: &Folded, path: &std::path::Path) -> Result<Folded> {
@@ -107,13 +107,7 @@ pub fn top(
         .collect();
     out.push_str(&table::render(
         &["SELF %", "SELF /s", "INCL %", "INCL /s", "FUNCTION"],
-        &[
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Left,
-        ],
+        "RRRRL",
         &cells,
         2,
     ));
@@ -259,15 +253,7 @@ pub fn diff(settings: &DiffSettings, before: &LoadedSet, after: &LoadedSet) -> R
                 "VERDICT",
                 "FUNCTION",
             ],
-            &[
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Left,
-                Align::Left,
-            ],
+            "RRRRRLL",
             &cells,
             2,
         ));

@@ -14,7 +14,7 @@ use crate::profile::top;
 use crate::render::{write_svg_lines_to, Layout, SvgOutput};
 use crate::store::catalog::Capture;
 use crate::store::loader::{self, ProfileRef};
-use crate::ui::table::{self, pct, Align};
+use crate::ui::table::{self, pct};
 use crate::units::thousands;
 use std::path::{Path, PathBuf};
 
@@ -173,15 +173,7 @@ impl Sliced {
                 "CPU",
                 "NOTE",
             ],
-            &[
-                Align::Left,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Left,
-            ],
+            "LRRRRRL",
             &rows,
             2,
         )
@@ -251,7 +243,7 @@ pub fn top(sliced: &Sliced, slowest_n: Option<usize>, limit: usize, json: bool) 
             .collect();
         out.push_str(&table::render(
             &["SAMPLES", "%", "FUNCTION"],
-            &[Align::Right, Align::Right, Align::Left],
+            "RRL",
             &cells,
             2,
         ));
@@ -393,7 +385,7 @@ pub fn diff(
         .collect();
     out.push_str(&table::render(
         &["POINTS", "MEDIAN %", "SLOWEST %", "FUNCTION"],
-        &[Align::Right, Align::Right, Align::Right, Align::Left],
+        "RRRL",
         &cells,
         2,
     ));

@@ -1,6 +1,5 @@
 //! `devprof stat`: count, then print the counters, what they mean, and the runs.
 
-use super::phases;
 use crate::capture::stat::run_stat;
 use crate::capture::{CaptureCtx, Captured};
 use crate::cli::StatArgs;
@@ -12,27 +11,8 @@ use std::path::PathBuf;
 pub async fn run(args: StatArgs, output_dir: PathBuf, ctx: &mut CaptureCtx) -> Result<()> {
     let settings = StatSettings::from_args(args, output_dir)?;
     let outcome = run_stat(&settings, ctx).await?;
-    output::emit(
-        settings.json,
-        || json_summary(&outcome),
-        || human_summary(&outcome),
-        &outcome.warnings,
-    );
-    phases(ctx);
-    Ok(())
-}
-
-fn json_summary(outcome: &Captured) -> serde_json::Value {
-    serde_json::json!({
-        "manifest": outcome.manifest_path,
-        "files": output::files_json(&outcome.files),
-        "process": outcome.manifest.process,
-        "events": outcome.manifest.events,
-        "duration_s": outcome.manifest.duration_recorded_s,
-        "interrupted": outcome.manifest.interrupted,
-        "stat": outcome.manifest.stat,
-        "warnings": outcome.warnings,
-    })
+    let flags = (settings.json, false);
+    super::closing(&outcome, flags, ctx, json_fields, human_summary)
 }
 
 fn human_summary(outcome: &Captured) -> String {
@@ -104,4 +84,11 @@ fn human_summary(outcome: &Captured) -> String {
     }
     out.push_str(&output::files_written(&outcome.files));
     out
+}
+
+/// What its `--json` says beside the fields every capture has.
+fn json_fields(outcome: &Captured) -> serde_json::Value {
+    serde_json::json!({
+        "stat": outcome.manifest.stat,
+    })
 }

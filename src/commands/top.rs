@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::profile::top::{self, Callers, Row};
 use crate::settings::store::TopSettings;
 use crate::store::loader;
-use crate::ui::table::{self, pct, Align};
+use crate::ui::table::{self, pct};
 use crate::units::thousands;
 use std::path::PathBuf;
 
@@ -130,10 +130,5 @@ fn rows_table(rows: &[Row], unit: &str, what: &str) -> String {
         .iter()
         .map(|r| vec![thousands(r.samples), pct(r.percent), r.name.clone()])
         .collect();
-    table::render(
-        &[&unit.to_uppercase(), "%", what],
-        &[Align::Right, Align::Right, Align::Left],
-        &cells,
-        2,
-    )
+    table::render(&[&unit.to_uppercase(), "%", what], "RRL", &cells, 2)
 }

@@ -53,6 +53,42 @@ pub struct RecordJob {
     pub report: Reporter,
 }
 
+/// Where an engine is asked whether it may record: the shell it would record from (the
+/// target container's, or a sidecar's), what that shell's probe found, and the process.
+#[derive(Clone, Copy)]
+pub struct Reached<'a> {
+    pub shell: &'a Shell,
+    pub facts: &'a ContainerFacts,
+    pub process: &'a ProcInfo,
+}
+
+/// What an engine is given in the capture's workdir, before the window (`stage`) and
+/// after it (`finish`): what its `prepare` found, the shell it records from, the job.
+pub struct InWorkdir<'a, R> {
+    pub ready: &'a R,
+    pub shell: &'a Shell,
+    pub job: &'a RecordJob,
+}
+
+impl<R> Clone for InWorkdir<'_, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for InWorkdir<'_, R> {}
+
+impl<'a, R> InWorkdir<'a, R> {
+    /// The same, with another engine's ready (an engine that delegates to another).
+    pub fn with<T>(self, ready: &'a T) -> InWorkdir<'a, T> {
+        InWorkdir {
+            ready,
+            shell: self.shell,
+            job: self.job,
+        }
+    }
+}
+
 /// The recording command and the user it runs as (None: root).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordCommand {
@@ -155,13 +191,11 @@ pub trait Engine: Sync {
     /// The engine's name in manifests and summaries.
     fn name(&self) -> &'static str;
 
-    /// Checks, before the window, that this engine can record `process` through `shell`.
-    /// A denial is `Error::PerfDenied` so that a sidecar can try with more rights.
+    /// Checks, before the window, that this engine can record the process from where it is
+    /// `at`. A denial is `Error::PerfDenied` so that a sidecar can try with more rights.
     fn prepare<'a>(
         &'a self,
-        shell: &'a Shell,
-        facts: &'a ContainerFacts,
-        process: &'a ProcInfo,
+        at: Reached<'a>,
     ) -> impl Future<Output = Result<Self::Ready>> + Send + 'a;
 
     /// Where the recorder runs (`Reach::Process` unless the engine only speaks to the
@@ -224,9 +258,7 @@ pub trait Engine: Sync {
     /// as the process's user).
     fn stage<'a>(
         &'a self,
-        _ready: &'a Self::Ready,
-        _shell: &'a Shell,
-        _job: &'a RecordJob,
+        _at: InWorkdir<'a, Self::Ready>,
     ) -> impl Future<Output = Result<()>> + Send + 'a {
         async { Ok(()) }
     }
@@ -235,9 +267,7 @@ pub trait Engine: Sync {
     /// nothing of the engine keeps running in the target (an agent that samples on).
     fn finish<'a>(
         &'a self,
-        _ready: &'a Self::Ready,
-        _shell: &'a Shell,
-        _job: &'a RecordJob,
+        _at: InWorkdir<'a, Self::Ready>,
     ) -> impl Future<Output = ()> + Send + 'a {
         async {}
     }

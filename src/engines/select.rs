@@ -9,7 +9,9 @@ use super::asprof::{release, AsprofEngine, AsprofMode, AsprofSource};
 use super::perf::{self, PerfEngine};
 use super::pprof::{PprofEngine, PprofKind};
 use super::pyspy::PySpyEngine;
-use super::{CollectJob, Collected, Engine, Reach, RecordCommand, RecordJob, Tool};
+use super::{
+    CollectJob, Collected, Engine, InWorkdir, Reach, Reached, RecordCommand, RecordJob, Tool,
+};
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::ProcInfo;
 use crate::docker::Shell;
@@ -71,18 +73,16 @@ impl Ahead {
     /// The process's probe, with the engine's questions (and its recorder) beside it.
     pub async fn beside_process(
         &self,
-        shell: &Shell,
-        facts: &ContainerFacts,
-        process: &ProcInfo,
+        at: Reached<'_>,
         report: &Reporter,
     ) -> (Result<ProcessFacts>, Started) {
         match self {
             Ahead::Nothing => (
-                ProcessFacts::probe(shell, process).await,
+                ProcessFacts::probe(at.shell, at.process).await,
                 Started::default(),
             ),
             Ahead::Perf(ahead) => {
-                let (facts, started) = ahead.beside_process(shell, facts, process, report).await;
+                let (facts, started) = ahead.beside_process(at, report).await;
                 let started = Started {
                     workdir: started.workdir,
                     asked: Asked(started.asked),
@@ -354,17 +354,12 @@ impl Engine for AnyEngine {
         each!(self, |e| e.name())
     }
 
-    async fn prepare<'a>(
-        &'a self,
-        shell: &'a Shell,
-        facts: &'a ContainerFacts,
-        process: &'a ProcInfo,
-    ) -> Result<AnyReady> {
+    async fn prepare<'a>(&'a self, at: Reached<'a>) -> Result<AnyReady> {
         match self {
-            AnyEngine::Perf(e) => e.prepare(shell, facts, process).await.map(AnyReady::Perf),
-            AnyEngine::PySpy(e) => e.prepare(shell, facts, process).await.map(AnyReady::PySpy),
-            AnyEngine::Asprof(e) => e.prepare(shell, facts, process).await.map(AnyReady::Asprof),
-            AnyEngine::Pprof(e) => e.prepare(shell, facts, process).await.map(AnyReady::Pprof),
+            AnyEngine::Perf(e) => e.prepare(at).await.map(AnyReady::Perf),
+            AnyEngine::PySpy(e) => e.prepare(at).await.map(AnyReady::PySpy),
+            AnyEngine::Asprof(e) => e.prepare(at).await.map(AnyReady::Asprof),
+            AnyEngine::Pprof(e) => e.prepare(at).await.map(AnyReady::Pprof),
         }
     }
 
@@ -396,17 +391,12 @@ impl Engine for AnyEngine {
         each!(self, |e| e.reads_perf_maps())
     }
 
-    async fn stage<'a>(
-        &'a self,
-        ready: &'a AnyReady,
-        shell: &'a Shell,
-        job: &'a RecordJob,
-    ) -> Result<()> {
-        each!(self, ready, |e, r| e.stage(r, shell, job).await)
+    async fn stage<'a>(&'a self, at: InWorkdir<'a, AnyReady>) -> Result<()> {
+        each!(self, at.ready, |e, r| e.stage(at.with(r)).await)
     }
 
-    async fn finish<'a>(&'a self, ready: &'a AnyReady, shell: &'a Shell, job: &'a RecordJob) {
-        each!(self, ready, |e, r| e.finish(r, shell, job).await)
+    async fn finish<'a>(&'a self, at: InWorkdir<'a, AnyReady>) {
+        each!(self, at.ready, |e, r| e.finish(at.with(r)).await)
     }
 
     fn broken_stacks_advice(

@@ -9,8 +9,13 @@ pub enum Align {
 }
 
 /// Renders `rows` under `headers`, two spaces between columns, each line indented by
-/// `indent` spaces.
-pub fn render(headers: &[&str], align: &[Align], rows: &[Vec<String>], indent: usize) -> String {
+/// `indent` spaces. `align` has a letter per column: `L` left, `R` right (a column without
+/// one is left).
+pub fn render(headers: &[&str], align: &str, rows: &[Vec<String>], indent: usize) -> String {
+    let align: Vec<Align> = align
+        .chars()
+        .map(|c| if c == 'R' { Align::Right } else { Align::Left })
+        .collect();
     let columns = headers.len();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in rows {
@@ -62,7 +67,7 @@ mod tests {
     fn pads_columns_and_right_aligns_numbers() {
         let t = render(
             &["SAMPLES", "FUNCTION"],
-            &[Align::Right, Align::Left],
+            "RL",
             &[
                 vec!["1,234".into(), "hash_chain".into()],
                 vec!["5".into(), "x".into()],

@@ -33,6 +33,18 @@ pub struct DiffRow {
     pub delta_points: f64,
 }
 
+impl DiffRow {
+    /// Its shares before and after, and the change, as every table shows them:
+    /// `12.34`, `10.00`, `-2.34`.
+    pub fn shown(&self) -> [String; 3] {
+        [
+            format!("{:.2}", self.before_percent),
+            format!("{:.2}", self.after_percent),
+            format!("{:+.2}", self.delta_points),
+        ]
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diff {
     pub measure: Measure,

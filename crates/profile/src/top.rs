@@ -203,26 +203,15 @@ mod tests {
         let module = Regex::new(r"^reth_").unwrap();
         let c = callers(&f, &Regex::new("^malloc$").unwrap(), Some(&module), 10);
         assert_eq!(c.matched, 8);
-        let got: Vec<(&str, u64)> = c
-            .rows
-            .iter()
-            .map(|r| (r.name.as_str(), r.samples))
-            .collect();
-        assert_eq!(
-            got,
-            vec![("reth_db::get", 4), ("reth_trie::hash", 3), (NO_CALLER, 1)]
-        );
+        let named = |rows: &[Row]| -> Vec<(String, u64)> {
+            rows.iter().map(|r| (r.name.clone(), r.samples)).collect()
+        };
+        let expected = [("reth_db::get", 4), ("reth_trie::hash", 3), (NO_CALLER, 1)];
+        assert_eq!(named(&c.rows), expected.map(|(n, s)| (n.to_string(), s)));
         // Without a module, the immediate caller.
         let any = callers(&f, &Regex::new("^malloc$").unwrap(), None, 10);
-        let got: Vec<(&str, u64)> = any
-            .rows
-            .iter()
-            .map(|r| (r.name.as_str(), r.samples))
-            .collect();
-        assert_eq!(
-            got,
-            vec![("reth_db::get", 4), ("std::alloc", 3), ("main", 1)]
-        );
+        let expected = [("reth_db::get", 4), ("std::alloc", 3), ("main", 1)];
+        assert_eq!(named(&any.rows), expected.map(|(n, s)| (n.to_string(), s)));
     }
 
     #[test]

@@ -5,19 +5,20 @@
 
 mod results;
 
+use super::collect::{collect, Folding, Step};
 use super::command::{self, Launch, RunAs};
 use super::context::CaptureCtx;
 use super::jit;
 use super::kept::Again;
-use super::lifecycle::{self, Captured, Recipe, Run, WindowPlan, Written};
+use super::lifecycle::{self, CaptureSpec, Captured, Recipe, Run, WindowPlan, Written};
 use super::manifest::{manifest_for, ManifestBase};
 use super::place;
 use super::record_script::{RecorderStart, EVENTS_OPEN_MARKER, READY_MARKER};
-use super::target::{Located, Target, TargetSpec};
+use super::target::{Located, Target};
 use super::window::Recording;
 use crate::engines::{
-    select, Ahead, AnyEngine, AnyReady, CollectJob, Collected, Engine, Primer, Reach,
-    RecordCommand, RecordJob, Subject,
+    select, Ahead, AnyEngine, AnyReady, Engine, InWorkdir, Primer, Reach, RecordCommand, RecordJob,
+    Subject,
 };
 use crate::error::{Error, Result};
 use crate::profile::stacks;
@@ -27,7 +28,6 @@ use crate::store::{CommandRecord, Manifest};
 use crate::symbols::binary::SYMBOL_CACHE;
 use results::{advise, no_samples, write_graphs};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -59,7 +59,7 @@ pub async fn run_cpu(settings: &CpuSettings, ctx: &mut CaptureCtx) -> Result<Cap
 /// A CPU capture: its settings, and what it learns on its way.
 pub struct CpuRecipe<'s> {
     settings: &'s CpuSettings,
-    target: TargetSpec,
+    spec: CaptureSpec,
     /// The engine chosen for the process, once placed.
     engine: Option<AnyEngine>,
     /// Who a command run runs as, checked before anything is made.
@@ -77,10 +77,12 @@ impl<'s> CpuRecipe<'s> {
     pub fn new(settings: &'s CpuSettings) -> Self {
         CpuRecipe {
             settings,
-            target: TargetSpec {
-                name: settings.target.clone(),
-                process: settings.process.clone(),
-            },
+            spec: CaptureSpec::new(
+                "perf",
+                &settings.target,
+                &settings.process,
+                &settings.output_dir,
+            ),
             engine: None,
             run_as: None,
             job: RecordJob::default(),
@@ -109,6 +111,15 @@ impl<'s> CpuRecipe<'s> {
             command,
             name: "command",
         })
+    }
+
+    /// What the engine is given in the workdir.
+    fn in_workdir<'a>(&'a self, target: &'a Target<AnyReady>) -> InWorkdir<'a, AnyReady> {
+        InWorkdir {
+            ready: &target.ready,
+            shell: &target.shell,
+            job: &self.job,
+        }
     }
 
     /// How a kept recording of this capture is folded again.
@@ -156,16 +167,8 @@ fn primer(settings: &CpuSettings, ctx: &CaptureCtx) -> Option<Primer> {
 impl Recipe for CpuRecipe<'_> {
     type Ready = AnyReady;
 
-    fn prefix(&self) -> &'static str {
-        "perf"
-    }
-
-    fn target(&self) -> &TargetSpec {
-        &self.target
-    }
-
-    fn store(&self) -> &Path {
-        &self.settings.output_dir
+    fn spec(&self) -> &CaptureSpec {
+        &self.spec
     }
 
     fn ahead(&self, ctx: &CaptureCtx) -> Ahead {
@@ -196,7 +199,8 @@ impl Recipe for CpuRecipe<'_> {
             }
         };
         let placement = &self.settings.placement;
-        let (engine, target) = place::chain(chain, located, placement, &self.target, ctx).await?;
+        let (engine, target) =
+            place::chain(chain, located, placement, &self.spec.target, ctx).await?;
         self.engine = Some(engine);
         Ok(target)
     }
@@ -239,9 +243,7 @@ impl Recipe for CpuRecipe<'_> {
         for warning in &self.runtime_warnings {
             eprintln!("warning: {warning}");
         }
-        self.engine()
-            .stage(&target.ready, &target.shell, &self.job)
-            .await
+        self.engine().stage(self.in_workdir(target)).await
     }
 
     async fn window(&mut self, run: &Run<'_, AnyReady>) -> Result<Option<WindowPlan>> {
@@ -321,13 +323,26 @@ impl Recipe for CpuRecipe<'_> {
             }
         }
         ctx.report.mark("window written down");
-        let collected = self
-            .collect(run, &recording, &manifest, &mut warnings, ctx)
-            .await?;
+        let folding = Folding {
+            keep_script: self.settings.keep_script,
+            inline: self.settings.inline,
+            call_graph: self.settings.call_graph,
+            fold: self.settings.fold,
+            names_go: true,
+        };
+        let step = Step {
+            name: "fold",
+            within: "copy-out and perf script",
+            doing: "folding",
+            limit: super::liveness::collect_limit(self.settings.duration),
+        };
+        let asked = (folding, step, &self.again(target));
+        let mut collected = collect(engine, run, &recording, asked, &manifest, ctx).await?;
+        warnings.append(&mut collected.warnings);
         ctx.report.mark("folded");
         // The log stream was drained meanwhile. The workdir's work is done (perf.data is
         // home, any perf script has run): it is released while the log's tail is read back.
-        let finish = engine.finish(&target.ready, &target.shell, &self.job);
+        let finish = engine.finish(self.in_workdir(target));
         tokio::join!(recording.settle_markers(), run.release_workdir_now(finish));
         ctx.report.mark("log markers read, workdir cleaned");
         recording.stamp_markers(&mut manifest);
@@ -395,7 +410,7 @@ impl Recipe for CpuRecipe<'_> {
     async fn finish(&self, target: &Target<AnyReady>, _workdir: &str) {
         // No profiler still sampling stays in the container.
         if let Some(engine) = &self.engine {
-            engine.finish(&target.ready, &target.shell, &self.job).await;
+            engine.finish(self.in_workdir(target)).await;
         }
     }
 }
@@ -474,57 +489,6 @@ impl CpuRecipe<'_> {
         }
         warnings.extend(recording.paused_warning(&target.container.name));
         (manifest, warnings)
-    }
-
-    /// The engine's output turned into folded stacks, under the target's watch and
-    /// Ctrl-C; once the recording is home, whatever stops this keeps it.
-    async fn collect(
-        &self,
-        run: &Run<'_, AnyReady>,
-        recording: &Recording,
-        manifest: &Manifest,
-        warnings: &mut Vec<String>,
-        ctx: &mut CaptureCtx,
-    ) -> Result<Collected> {
-        let (target, settings) = (run.target, self.settings);
-        let report = ctx.report.clone();
-        // The engine judges a runtime's perf map before perf may read it (perf's collect).
-        let job = CollectJob {
-            shell: &target.shell,
-            target_container: &target.container.id,
-            go: target.go.clone(),
-            pid: target.process.pid,
-            workdir: run.workdir(),
-            recorded: &recording.output,
-            stem: &run.stem,
-            symfs: target.symfs(),
-            keep_script: settings.keep_script,
-            inline: settings.inline,
-            call_graph: settings.call_graph,
-            fold: settings.fold,
-            report: &report,
-        };
-        let limit = super::liveness::collect_limit(settings.duration);
-        let collecting = super::liveness::within(
-            limit,
-            &target.container.name,
-            "copy-out and perf script",
-            self.engine().collect(&target.ready, &job),
-        );
-        let again = self.again(target);
-        let mut collected = run
-            .after_window(
-                collecting,
-                "fold",
-                "folding",
-                &again,
-                || manifest.clone(),
-                || {},
-                ctx,
-            )
-            .await?;
-        warnings.append(&mut collected.warnings);
-        Ok(collected)
     }
 }
 

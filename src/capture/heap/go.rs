@@ -4,23 +4,23 @@
 //! target's watch, Ctrl-C, the stem and the manifest's session), and written as a memory
 //! flamegraph with the manifest's heap record.
 
+use crate::capture::collect::{collect, Folding, Step};
 use crate::capture::context::CaptureCtx;
 use crate::capture::kept::Again;
-use crate::capture::lifecycle::{Recipe, Run, WindowPlan, Written};
+use crate::capture::lifecycle::{CaptureSpec, Recipe, Run, WindowPlan, Written};
 use crate::capture::manifest::{manifest_for, ManifestBase};
 use crate::capture::place;
-use crate::capture::target::{Located, Target, TargetSpec};
+use crate::capture::target::{Located, Target};
 use crate::capture::window::Recording;
-use crate::engines::{select, AnyEngine, AnyReady, CollectJob, Collected, Engine, RecordJob};
+use crate::engines::{select, AnyEngine, AnyReady, Collected, Engine, RecordJob};
 use crate::error::{Error, Result};
 use crate::profile::heap::parse::Measure;
 use crate::profile::heap::HeapRecord;
 use crate::render::{write_folded_file, write_svg_file, SvgSpec};
-use crate::settings::{CallGraph, CaptureMode, FoldPath, HeapSettings, HeapSource, Placement};
+use crate::settings::{CaptureMode, HeapSettings, HeapSource, Placement};
 use crate::store::{self, GraphRecord, Manifest};
 use crate::units::human_bytes;
 use inferno::flamegraph::color::{BasicPalette, Palette};
-use std::path::Path;
 use std::time::Duration;
 
 /// How long the runtime may take to answer a heap profile's request.
@@ -32,16 +32,16 @@ const GO_HEAP_EXTENSIONS: &[&str] = &["pb.gz", "folded", "svg"];
 /// The Go heap, as the window opens: one fetch, then the files.
 pub(super) struct GoHeapRecipe<'s> {
     settings: &'s HeapSettings,
-    target: TargetSpec,
+    spec: CaptureSpec,
     engine: Option<AnyEngine>,
     job: RecordJob,
 }
 
 impl<'s> GoHeapRecipe<'s> {
-    pub(super) fn new(settings: &'s HeapSettings, target: TargetSpec) -> Self {
+    pub(super) fn new(settings: &'s HeapSettings, spec: CaptureSpec) -> Self {
         GoHeapRecipe {
             settings,
-            target,
+            spec,
             engine: None,
             job: RecordJob::default(),
         }
@@ -59,16 +59,8 @@ impl<'s> GoHeapRecipe<'s> {
 impl Recipe for GoHeapRecipe<'_> {
     type Ready = AnyReady;
 
-    fn prefix(&self) -> &'static str {
-        "heap"
-    }
-
-    fn target(&self) -> &TargetSpec {
-        &self.target
-    }
-
-    fn store(&self) -> &Path {
-        &self.settings.output_dir
+    fn spec(&self) -> &CaptureSpec {
+        &self.spec
     }
 
     async fn place(&mut self, mut located: Located, ctx: &CaptureCtx) -> Result<Target<AnyReady>> {
@@ -145,34 +137,15 @@ impl Recipe for GoHeapRecipe<'_> {
         );
         recording.stamp(&mut manifest);
         manifest.events = vec![engine.event(&target.ready)];
-        let report = ctx.report.clone();
-        let job = CollectJob {
-            shell: &target.shell,
-            target_container: &target.container.id,
-            go: None,
-            pid: target.process.pid,
-            workdir: run.workdir(),
-            recorded: &recording.output,
-            stem: &run.stem,
-            symfs: None,
-            keep_script: false,
-            inline: false,
-            call_graph: CallGraph::FramePointer,
-            fold: FoldPath::Native,
-            report: &report,
-        };
         let again = Again::Summarize;
-        let collected = run
-            .after_window(
-                engine.collect(&target.ready, &job),
-                "fetch",
-                "reading the heap profile",
-                &again,
-                || manifest.clone(),
-                || {},
-                ctx,
-            )
-            .await?;
+        let step = Step {
+            name: "fetch",
+            within: "fetch of the heap profile",
+            doing: "reading the heap profile",
+            limit: FETCH_LIMIT,
+        };
+        let asked = (Folding::default(), step, &again);
+        let collected = collect(engine, run, &recording, asked, &manifest, ctx).await?;
         let container = &target.container.name;
         write_heap(
             container,

@@ -22,8 +22,8 @@ mod window;
 
 use super::context::CaptureCtx;
 use super::kept::Again;
-use super::lifecycle::{self, Captured, Recipe, Run, WindowPlan, Written};
-use super::target::{locate, Located, Target, TargetSpec};
+use super::lifecycle::{self, CaptureSpec, Captured, Recipe, Run, WindowPlan, Written};
+use super::target::{locate, Located, Target};
 use super::window::Recording;
 use crate::engines::Ahead;
 use crate::error::{Error, Result};
@@ -35,7 +35,6 @@ use dumps::existing_dumps;
 use probe::probe_jemalloc;
 use report::analyse;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// How long a requested dump may take to appear and settle.
@@ -76,11 +75,13 @@ pub(super) struct Obtained {
 
 /// A heap capture: jemalloc's dumps, or, for a Go program, the runtime's heap profile.
 pub async fn run_heap(settings: &HeapSettings, ctx: &mut CaptureCtx) -> Result<Captured> {
-    let spec = TargetSpec {
-        name: settings.target.clone(),
-        process: settings.process.clone(),
-    };
-    let located = locate(ctx, &spec, &Ahead::Nothing).await?;
+    let spec = CaptureSpec::new(
+        "heap",
+        &settings.target,
+        &settings.process,
+        &settings.output_dir,
+    );
+    let located = locate(ctx, &spec.target, &Ahead::Nothing).await?;
     if located.runtime == Runtime::Go {
         return lifecycle::run_located(go::GoHeapRecipe::new(settings, spec), located, ctx).await;
     }
@@ -90,7 +91,7 @@ pub async fn run_heap(settings: &HeapSettings, ctx: &mut CaptureCtx) -> Result<C
 /// A jemalloc heap capture: fresh dumps over a window, or dumps already written.
 struct JemallocRecipe<'s> {
     settings: &'s HeapSettings,
-    target: TargetSpec,
+    spec: CaptureSpec,
     timings: BTreeMap<String, u64>,
     warnings: Vec<String>,
     /// The newest dump sequence of the process before the window.
@@ -98,10 +99,10 @@ struct JemallocRecipe<'s> {
 }
 
 impl<'s> JemallocRecipe<'s> {
-    fn new(settings: &'s HeapSettings, target: TargetSpec) -> Self {
+    fn new(settings: &'s HeapSettings, spec: CaptureSpec) -> Self {
         JemallocRecipe {
             settings,
-            target,
+            spec,
             timings: BTreeMap::new(),
             warnings: Vec::new(),
             before_window: None,
@@ -112,16 +113,8 @@ impl<'s> JemallocRecipe<'s> {
 impl Recipe for JemallocRecipe<'_> {
     type Ready = Jemalloc;
 
-    fn prefix(&self) -> &'static str {
-        "heap"
-    }
-
-    fn target(&self) -> &TargetSpec {
-        &self.target
-    }
-
-    fn store(&self) -> &Path {
-        &self.settings.output_dir
+    fn spec(&self) -> &CaptureSpec {
+        &self.spec
     }
 
     /// Signals and listings act in the container itself: no profiler, no sidecar.

@@ -10,9 +10,9 @@ mod write;
 
 use super::context::CaptureCtx;
 use super::kept::Again;
-use super::lifecycle::{self, Captured, Recipe, Run, WindowPlan, Written};
+use super::lifecycle::{self, CaptureSpec, Captured, Recipe, Run, WindowPlan, Written};
 use super::place;
-use super::target::{Located, Target, TargetSpec};
+use super::target::{Located, Target};
 use super::window::Recording;
 use crate::engines::select::{self, EventsRecording, PerfReady};
 use crate::engines::Ahead;
@@ -21,7 +21,6 @@ use crate::profile::offcpu::events::{is_tracepoint, CheckedEvents};
 use crate::profile::offcpu::summary::Mode;
 use crate::settings::{EngineSpec, OffcpuSettings};
 use events::{checked_events, ring_buffer, trial_events, unmount_tracefs, MountedTracefs};
-use std::path::Path;
 use std::time::Instant;
 
 /// A target perf may record.
@@ -37,7 +36,7 @@ pub async fn run_offcpu(settings: &OffcpuSettings, ctx: &mut CaptureCtx) -> Resu
 /// An off-CPU capture: its settings, and what it learns on its way.
 pub struct OffcpuRecipe<'s> {
     settings: &'s OffcpuSettings,
-    target: TargetSpec,
+    spec: CaptureSpec,
     /// The config's events this kernel and perf offer, once checked.
     checked: CheckedEvents,
     /// Notes for the summary and the manifest, gathered from the placement on.
@@ -54,10 +53,12 @@ impl<'s> OffcpuRecipe<'s> {
     pub fn new(settings: &'s OffcpuSettings) -> Self {
         OffcpuRecipe {
             settings,
-            target: TargetSpec {
-                name: settings.target.clone(),
-                process: settings.process.clone(),
-            },
+            spec: CaptureSpec::new(
+                "offcpu",
+                &settings.target,
+                &settings.process,
+                &settings.output_dir,
+            ),
             checked: CheckedEvents::default(),
             notes: Vec::new(),
             mounted: None,
@@ -102,16 +103,8 @@ impl<'s> OffcpuRecipe<'s> {
 impl Recipe for OffcpuRecipe<'_> {
     type Ready = PerfReady;
 
-    fn prefix(&self) -> &'static str {
-        "offcpu"
-    }
-
-    fn target(&self) -> &TargetSpec {
-        &self.target
-    }
-
-    fn store(&self) -> &Path {
-        &self.settings.output_dir
+    fn spec(&self) -> &CaptureSpec {
+        &self.spec
     }
 
     fn ahead(&self, _ctx: &CaptureCtx) -> Ahead {

@@ -5,12 +5,11 @@
 
 pub mod release;
 
-use super::{CollectJob, Collected, Engine, RecordCommand, RecordJob, Tool};
+use super::{CollectJob, Collected, Engine, InWorkdir, Reached, RecordCommand, RecordJob, Tool};
 use crate::docker::archive::CopyLimit;
 use crate::docker::archive::UploadFile;
-use crate::docker::probe::{ContainerFacts, CAP_PERFMON, CAP_SYS_ADMIN};
-use crate::docker::target::ProcInfo;
-use crate::docker::{ContainerShell, Shell};
+use crate::docker::probe::{CAP_PERFMON, CAP_SYS_ADMIN};
+use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
 use crate::profile::folded::Folded;
 use crate::runtime::jvm::JvmOptions;
@@ -159,12 +158,8 @@ impl Engine for AsprofEngine {
         "asprof"
     }
 
-    async fn prepare<'a>(
-        &'a self,
-        shell: &'a Shell,
-        facts: &'a ContainerFacts,
-        process: &'a ProcInfo,
-    ) -> Result<AsprofReady> {
+    async fn prepare<'a>(&'a self, at: Reached<'a>) -> Result<AsprofReady> {
+        let (shell, facts, process) = (at.shell, at.facts, at.process);
         let container = shell.container().to_string();
         if self.jvm.attach_disabled {
             return Err(Error::JvmAttachDisabled {
@@ -250,12 +245,8 @@ impl Engine for AsprofEngine {
         ready.notes.clone()
     }
 
-    async fn stage<'a>(
-        &'a self,
-        ready: &'a AsprofReady,
-        shell: &'a Shell,
-        job: &'a RecordJob,
-    ) -> Result<()> {
+    async fn stage<'a>(&'a self, at: InWorkdir<'a, AsprofReady>) -> Result<()> {
+        let (ready, shell, job) = (at.ready, at.shell, at.job);
         let container = shell.container().to_string();
         let failed = |step: &str, detail: String| Error::PerfFailed {
             container: container.clone(),
@@ -321,7 +312,8 @@ impl Engine for AsprofEngine {
         }
     }
 
-    async fn finish<'a>(&'a self, ready: &'a AsprofReady, shell: &'a Shell, job: &'a RecordJob) {
+    async fn finish<'a>(&'a self, at: InWorkdir<'a, AsprofReady>) {
+        let (ready, shell, job) = (at.ready, at.shell, at.job);
         // asprof stops the profiler itself at the end of the window or on SIGINT; this is
         // for a recorder that was killed or aborted: no agent keeps sampling in the JVM.
         let asprof = Self::asprof(ready);

@@ -12,7 +12,7 @@ use super::{
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::ProcInfo;
 use crate::docker::{workdir, ContainerShell, Shell};
-use crate::engines::{Engine, RecordJob, RecorderFacts};
+use crate::engines::{Engine, Reached, RecordJob, RecorderFacts};
 use crate::error::Result;
 use crate::runtime::{self, ProcessFacts, Runtime};
 use crate::settings::CallGraph;
@@ -70,11 +70,10 @@ impl PerfAhead {
     /// the recorder started first, on the container probe's standby.
     pub async fn beside_process(
         &self,
-        shell: &Shell,
-        facts: &ContainerFacts,
-        process: &ProcInfo,
+        at: Reached<'_>,
         report: &Reporter,
     ) -> (Result<ProcessFacts>, Started) {
+        let (shell, facts, process) = (at.shell, at.facts, at.process);
         let perf_here = !facts.perf_candidates.is_empty();
         let probed_workdir = facts.perf_ahead.workdir.as_deref().and_then(workdir::made);
         let primed = match (&self.primer, &probed_workdir) {

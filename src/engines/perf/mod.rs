@@ -23,10 +23,8 @@ pub use native::NATIVE as NATIVE_FOLD;
 pub use report::parse_record_report;
 pub use tool::{find_perf, major_minor, perf_candidates, PerfTool};
 
-use super::{CollectJob, Collected, Engine, RecordCommand, RecordJob, Tool};
-use crate::docker::probe::ContainerFacts;
-use crate::docker::target::ProcInfo;
-use crate::docker::{ContainerShell, Shell};
+use super::{CollectJob, Collected, Engine, InWorkdir, Reached, RecordCommand, RecordJob, Tool};
+use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
 use crate::profile::perfscript::fold_perf_script_resolved;
 use crate::profile::perfscript::name::frame_names;
@@ -102,12 +100,8 @@ impl Engine for PerfEngine {
         PerfReady::ENGINE
     }
 
-    async fn prepare<'a>(
-        &'a self,
-        shell: &'a Shell,
-        facts: &'a ContainerFacts,
-        process: &'a ProcInfo,
-    ) -> Result<PerfReady> {
+    async fn prepare<'a>(&'a self, at: Reached<'a>) -> Result<PerfReady> {
+        let (shell, facts, process) = (at.shell, at.facts, at.process);
         // The perf tried first answers its version and runs the trial in one exec (maybe
         // already, beside the process's probe); where it does not answer, each candidate
         // is asked, and the one that answers tried.
@@ -148,12 +142,8 @@ impl Engine for PerfEngine {
         ready.tool()
     }
 
-    async fn stage<'a>(
-        &'a self,
-        _ready: &'a PerfReady,
-        _shell: &'a Shell,
-        job: &'a RecordJob,
-    ) -> Result<()> {
+    async fn stage<'a>(&'a self, at: InWorkdir<'a, PerfReady>) -> Result<()> {
+        let job = at.job;
         // The native fold's kernel names, read while the window runs.
         if let Some(cache) = &job.symbol_cache {
             self.kernel.start(cache.clone());

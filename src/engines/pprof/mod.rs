@@ -29,9 +29,7 @@ const ANSWER_SLACK_S: u64 = 30;
 /// profile read after the window says the rate it really used.
 const GO_DEFAULT_HZ: u32 = 100;
 
-use super::{CollectJob, Collected, Engine, Reach, RecordCommand, RecordJob, Tool};
-use crate::docker::probe::ContainerFacts;
-use crate::docker::target::ProcInfo;
+use super::{CollectJob, Collected, Engine, Reach, Reached, RecordCommand, RecordJob, Tool};
 use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
 use crate::profile::folded::Folded;
@@ -124,12 +122,8 @@ impl Engine for PprofEngine {
         GO_DEFAULT_HZ
     }
 
-    async fn prepare<'a>(
-        &'a self,
-        shell: &'a Shell,
-        _facts: &'a ContainerFacts,
-        process: &'a ProcInfo,
-    ) -> Result<Ready> {
+    async fn prepare<'a>(&'a self, at: Reached<'a>) -> Result<Ready> {
+        let (shell, process) = (at.shell, at.process);
         let found = shell.run(&["sh", "-c", "command -v curl"]).await?;
         let curl = found.stdout.trim().to_string();
         if !found.success() || curl.is_empty() {

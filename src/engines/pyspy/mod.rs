@@ -4,10 +4,9 @@
 //! or in the profiler sidecar (which has it), needing SYS_PTRACE and the target's pid
 //! namespace. Its raw output is folded stacks, folded here into devprof's.
 
-use super::{CollectJob, Collected, Engine, RecordCommand, RecordJob, Tool};
-use crate::docker::probe::{ContainerFacts, TRUSTED_FN};
-use crate::docker::target::ProcInfo;
-use crate::docker::{ContainerShell, Shell};
+use super::{CollectJob, Collected, Engine, Reached, RecordCommand, RecordJob, Tool};
+use crate::docker::probe::TRUSTED_FN;
+use crate::docker::ContainerShell;
 use crate::error::{Error, Result};
 use crate::profile::pyspy::fold_pyspy_raw;
 use crate::text::{first_error_line, is_permission_error};
@@ -75,12 +74,8 @@ impl Engine for PySpyEngine {
         "py-spy"
     }
 
-    async fn prepare<'a>(
-        &'a self,
-        shell: &'a Shell,
-        _facts: &'a ContainerFacts,
-        process: &'a ProcInfo,
-    ) -> Result<PySpyReady> {
+    async fn prepare<'a>(&'a self, at: Reached<'a>) -> Result<PySpyReady> {
+        let (shell, process) = (at.shell, at.process);
         let container = shell.container().to_string();
         let found = shell.sh(&format!("{TRUSTED_FN}{LOCATIONS}")).await?;
         let path = found.stdout.lines().next().unwrap_or("").trim().to_string();

@@ -8,7 +8,6 @@ use crate::profile::folded::Folded;
 use crate::render::{differential_subtitle, write_svg_lines, Layout};
 use crate::store::catalog::Capture;
 use crate::store::loader::{self, Loaded, ProfileRef};
-use crate::ui::table::pct;
 use crate::units::thousands;
 use crate::view::library::{CaptureId, Library};
 
@@ -135,12 +134,10 @@ fn rows_table(id: &str, rows: &[&DiffRow]) -> String {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
-                pct(r.before_percent),
-                pct(r.after_percent),
-                format!(r#"<span class="delta">{:+.2}</span>"#, r.delta_points),
-                format!(r#"<span class="fn">{}</span>"#, escape(&r.name)),
-            ]
+            let [before, after, change] = r.shown();
+            let change = format!(r#"<span class="delta">{change}</span>"#);
+            let name = format!(r#"<span class="fn">{}</span>"#, escape(&r.name));
+            vec![before, after, change, name]
         })
         .collect();
     table(

@@ -49,6 +49,19 @@ pub struct DumpFile {
 }
 
 impl DumpFile {
+    /// A dump as it was listed: its name, what the name says, its size and time.
+    fn named(name: String, (pid, seq, kind): (u32, u64, DumpKind), size: u64, mtime: i64) -> Self {
+        DumpFile {
+            name,
+            pid,
+            seq,
+            kind,
+            size,
+            mtime,
+            path: None,
+        }
+    }
+
     /// A file named by its full path; pid and sequence come from a name jemalloc would
     /// write (`<anything>.<pid>.<seq>.<kind>.heap`), else 0.
     pub fn at_path(path: &str, size: u64, mtime: i64) -> DumpFile {
@@ -60,15 +73,10 @@ impl DumpFile {
                 (parts.len() == 4).then(|| parts[3].to_string())
             })
             .and_then(|base| parse_dump_name(&base, &name));
-        let (pid, seq, kind) = parsed.unwrap_or((0, 0, DumpKind::Named));
+        let parsed = parsed.unwrap_or((0, 0, DumpKind::Named));
         DumpFile {
-            name,
-            pid,
-            seq,
-            kind,
-            size,
-            mtime,
             path: Some(path.to_string()),
+            ..DumpFile::named(name, parsed, size, mtime)
         }
     }
 }
@@ -109,16 +117,8 @@ pub fn listed(base: &str, entries: impl IntoIterator<Item = (String, u64, i64)>)
         .into_iter()
         .filter(|(name, _, _)| !name.contains('/') && !name.chars().any(char::is_control))
         .filter_map(|(name, size, mtime)| {
-            let (pid, seq, kind) = parse_dump_name(base, &name)?;
-            Some(DumpFile {
-                name,
-                pid,
-                seq,
-                kind,
-                size,
-                mtime,
-                path: None,
-            })
+            let parsed = parse_dump_name(base, &name)?;
+            Some(DumpFile::named(name, parsed, size, mtime))
         })
         .collect();
     sort_dumps(&mut dumps);
