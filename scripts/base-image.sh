@@ -49,7 +49,14 @@ if [ -z "$MIRROR" ]; then
   exit 1
 fi
 
-command -v debootstrap >/dev/null || { echo "error: debootstrap is not installed (apt-get install debootstrap)" >&2; exit 1; }
+export PATH="$PATH:/usr/sbin:/sbin"
+if ! command -v debootstrap >/dev/null; then
+  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
+  echo "installing debootstrap (apt) ..."
+  { as_root apt-get install -y -qq debootstrap >/dev/null 2>&1 \
+    || { as_root apt-get update -qq && as_root apt-get install -y -qq debootstrap >/dev/null; }; } \
+    || { echo "error: debootstrap is not installed and apt-get could not install it" >&2; exit 1; }
+fi
 
 ROOTFS="$(mktemp -d /tmp/devprof-rootfs.XXXXXX)"
 trap 'rm -rf "$ROOTFS"' EXIT

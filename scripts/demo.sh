@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# The main job on the demo devnet: set everything up, then record a CPU flamegraph of
-# demo-seq. Usage: scripts/demo.sh [DURATION]   (default 10s)
+# The main job on the demo devnet, from a fresh machine: install what is missing, build
+# devprof (the release binary `cargo install` gives) and the demo node, start demo-seq,
+# then record a CPU flamegraph of it. Each set-up line carries the time since the start.
+# Usage: scripts/demo.sh [DURATION]   (default 10s)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-scripts/setup.sh
+export DEVPROF_T0_NS="${DEVPROF_T0_NS:-$(date +%s%N)}"
+scripts/setup.sh demo
+scripts/testbed-up.sh demo
+ms=$((($(date +%s%N) - DEVPROF_T0_NS) / 1000000))
+echo "demo [+$((ms / 1000)).$((ms % 1000 / 100))s]: devprof cpu demo-seq ${1:-10s}"
 echo
 exec target/release/devprof cpu demo-seq "${1:-10s}"

@@ -1,14 +1,55 @@
 #!/usr/bin/env bash
-# The whole test suite against the real Docker engine and the demo devnet. Set-up first
-# (idempotent), then unit, golden-file and end-to-end tests.
+# The whole test suite against the real Docker engine and the demo devnet, from a fresh
+# machine: the machine's set-up, then the test bed (in the background) while the tests
+# compile, then Podman beside dockerd, then every test: the pure ones and those marked
+# `#[ignore = "needs the demo devnet"]` (a plain `cargo test` lists those as ignored
+# rather than reporting them as passed). With cargo-nextest installed the tests run as
+# .config/nextest.toml orders them (profile ci: per-test times in
+# target/nextest/ci/junit.xml); without it, `cargo test` runs one test binary at a time.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-scripts/setup.sh
+export DEVPROF_T0_NS="${DEVPROF_T0_NS:-$(date +%s%N)}"
+stamp() {
+  local ms=$((($(date +%s%N) - DEVPROF_T0_NS) / 1000000))
+  printf '[+%d.%ds]' $((ms / 1000)) $((ms % 1000 / 100))
+}
+say() { echo "test $(stamp): $*"; }
+if ! command -v cargo >/dev/null && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+
+scripts/setup.sh tests
+say "scripts/testbed-up.sh all (in the background; its lines are prefixed)"
+scripts/testbed-up.sh all > >(sed -u 's/^/  | /') 2>&1 &
+testbed=$!
+
+# The demo node and the hostile service are built in release by the test bed (their
+# images run them); their unit tests reuse that build below, the rest compile here once.
+SUITE=(--workspace --exclude demo-node --exclude demo-hostile)
+nextest=
+cargo nextest --version >/dev/null 2>&1 && nextest=1
+say "compiling the tests"
+if [ -n "$nextest" ]; then
+  cargo nextest run --locked "${SUITE[@]}" --no-run
+else
+  cargo test --locked "${SUITE[@]}" --no-run
+fi
+say "tests compiled; waiting for the test bed"
+wait "$testbed" || { echo "test: error: the test bed did not come up" >&2; exit 1; }
 # The second container endpoint (Podman beside dockerd) for tests/podman.rs.
 scripts/podman-up.sh
-# Compile the tests before the capture tests run, not while they do.
-cargo test --locked --workspace --no-run
-# Every test runs: the pure ones, and those marked `#[ignore = "needs the demo devnet"]`
-# (a plain `cargo test` lists those as ignored rather than reporting them as passed).
-# Few tests at a time: the capture tests share demo-seq and its two cores.
-cargo test --locked --workspace --no-fail-fast -- --include-ignored --test-threads=3
+say "running the tests"
+status=0
+if [ -n "$nextest" ]; then
+  cargo nextest run --locked "${SUITE[@]}" --profile ci --run-ignored all || status=$?
+  # nextest runs no doctests.
+  cargo test --locked "${SUITE[@]}" --doc || status=$?
+else
+  # One binary at a time, a few tests at once: the capture tests share demo-seq and its
+  # two cores.
+  cargo test --locked "${SUITE[@]}" --no-fail-fast -- --include-ignored --test-threads=3 || status=$?
+fi
+# The demo programs' unit tests, on the test bed's release build.
+cargo test --locked --release -p demo-node -p demo-hostile || status=$?
+say "done (exit $status)"
+exit "$status"

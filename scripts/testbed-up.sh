@@ -1,39 +1,56 @@
 #!/usr/bin/env bash
-# Brings the demo devnet (compose/demo.yml, containers demo-seq and demo-rpc) up:
-#   1. the local base image (scripts/base-image.sh) and Rust toolchain image
-#      (scripts/rust-image.sh),
-#   2. devprof and the demo-node binary on the host (cargo build --release),
-#   3. the demo node image, built from source by `devprof build source` (the Rust source
-#      Dockerfile: frame pointers, full debuginfo, perf and jemalloc's tools; the
-#      dependencies stay in a cached layer until Cargo.lock or a manifest changes), the
-#      plain image, and — at the same time, in the background — the runtime images
-#      (JVM, Node, Python, Go) and the profiler image of sidecars
-#      (scripts/runtime-images.sh),
-#   4. the hostile service's image (demo/hostile, FROM the profiler image: no download),
-#   5. the containers, then waits until each service's program runs.
-# Idempotent: re-running rebuilds what changed and recreates containers whose image changed.
+# Brings the demo devnet (compose/demo.yml, project devprof-demo) up.
 #
-# Environment: DEVPROF_DEMO_IMAGE (image tag, default devprof-demo-node:latest),
-# DEVPROF_BASE_IMAGE (default debian:bookworm-slim), DEVPROF_RUST_IMAGE (default
-# rust:1-slim-bookworm), DEVPROF_PROFILER_IMAGE, CARGO_TARGET_DIR, and the DEMO_*
+#   scripts/testbed-up.sh demo   devprof and demo-seq only: what scripts/demo.sh needs
+#   scripts/testbed-up.sh [all]  the whole test bed: every service, every image
+#
+# Work that does not depend on the build runs beside it, in the background: the local
+# base image (scripts/base-image.sh) and the demo image's runtime stage (Debian's perf,
+# procps, binutils, jemalloc's tools); for `all` also the runtime and profiler images
+# (scripts/runtime-images.sh) and the Rust toolchain image (scripts/rust-image.sh, for
+# `devprof build source` in tests/build.rs). Meanwhile cargo builds devprof and the demo
+# node on the host (release, frame pointers from .cargo/config.toml, full debuginfo for
+# the demo node from Cargo.toml). The demo image is then that binary on the runtime stage
+# (dockerfiles/demo-node.Dockerfile); demo-seq starts as soon as it exists.
+# Idempotent: re-running rebuilds what changed and recreates only containers whose image
+# or settings changed. Each line carries the time since the start ([+S.Ds]; DEVPROF_T0_NS
+# carries a caller's start, in ns since the epoch).
+#
+# Environment: DEVPROF_DEMO_IMAGE (default devprof-demo-node:latest), DEVPROF_BASE_IMAGE
+# (default debian:bookworm-slim), DEVPROF_RUST_IMAGE, DEVPROF_PROFILER_IMAGE,
+# DEVPROF_DEMO_PLAIN_IMAGE, DEVPROF_DEMO_HOSTILE_IMAGE, CARGO_TARGET_DIR,
+# DEVPROF_TESTBED_WAIT (seconds to wait for the programs, default 60), and the DEMO_*
 # settings read by compose/demo.yml.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$(pwd)"
+MODE="${1:-all}"
+T0_NS="${DEVPROF_T0_NS:-$(date +%s%N)}"
 
 export DEVPROF_DEMO_IMAGE="${DEVPROF_DEMO_IMAGE:-devprof-demo-node:latest}"
+export DEVPROF_DEMO_HOSTILE_IMAGE="${DEVPROF_DEMO_HOSTILE_IMAGE:-devprof-demo-hostile:latest}"
 BASE_IMAGE="${DEVPROF_BASE_IMAGE:-debian:bookworm-slim}"
+PLAIN_IMAGE="${DEVPROF_DEMO_PLAIN_IMAGE:-devprof-demo-plain:latest}"
+PROFILER_IMAGE="${DEVPROF_PROFILER_IMAGE:-devprof-profiler:latest}"
 PROJECT=devprof-demo
 COMPOSE=(docker-compose -f "$ROOT/compose/demo.yml" -p "$PROJECT")
-SERVICES=(demo-seq demo-rpc demo-blocks demo-jvm demo-js demo-py demo-go demo-hostile)
 # The program each service runs (pgrep -x), for the wait at the end.
 declare -A PROGRAM=([demo-seq]=demo-node [demo-rpc]=demo-node [demo-blocks]=demo-node [demo-jvm]=java
                     [demo-js]=node [demo-py]=python3 [demo-go]=demo-go [demo-hostile]=hostile)
+case "$MODE" in
+  demo) SERVICES=(demo-seq) ;;
+  all) SERVICES=(demo-seq demo-rpc demo-blocks demo-jvm demo-js demo-py demo-go demo-hostile) ;;
+  *) echo "usage: scripts/testbed-up.sh [demo|all]" >&2; exit 2 ;;
+esac
 WAIT_SECS="${DEVPROF_TESTBED_WAIT:-60}"
 
-say() { echo "testbed-up: $*"; }
-die() { echo "testbed-up: error: $*" >&2; exit 1; }
+stamp() {
+  local ms=$((($(date +%s%N) - T0_NS) / 1000000))
+  printf '[+%d.%ds]' $((ms / 1000)) $((ms % 1000 / 100))
+}
+say() { echo "testbed-up $(stamp): $*"; }
+die() { echo "testbed-up $(stamp): error: $*" >&2; exit 1; }
 
 command -v docker >/dev/null || die "docker is not installed"
 command -v docker-compose >/dev/null || die "docker-compose is not installed"
@@ -42,96 +59,6 @@ if ! command -v cargo >/dev/null && [ -x "$HOME/.cargo/bin/cargo" ]; then
 fi
 command -v cargo >/dev/null || die "cargo is not installed"
 docker info >/dev/null 2>&1 || die "cannot talk to the Docker engine"
-
-# 1. Base image.
-say "base image $BASE_IMAGE"
-DEVPROF_BASE_IMAGE="$BASE_IMAGE" "$ROOT/scripts/base-image.sh"
-
-RUST_IMAGE="${DEVPROF_RUST_IMAGE:-rust:1-slim-bookworm}"
-say "rust image $RUST_IMAGE"
-DEVPROF_RUST_IMAGE="$RUST_IMAGE" DEVPROF_BASE_IMAGE="$BASE_IMAGE" "$ROOT/scripts/rust-image.sh"
-
-# The runtime images and the profiler image take minutes of downloads and compiles that
-# do not depend on devprof: they build in the background meanwhile.
-RUNTIME_LOG="$(mktemp /tmp/devprof-runtime-images.XXXXXX)"
-say "runtime and profiler images (scripts/runtime-images.sh, in the background)"
-"$ROOT/scripts/runtime-images.sh" >"$RUNTIME_LOG" 2>&1 &
-RUNTIME_PID=$!
-
-# 2. devprof (it builds the images), the demo-node binary (for the plain image) and the
-#    hostile service's binary.
-locked=()
-[ -f Cargo.lock ] && locked=(--locked)
-say "cargo build --release -p devprof -p demo-node -p demo-hostile ${locked[*]}"
-cargo build --release -p devprof -p demo-node -p demo-hostile "${locked[@]}"
-TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-BIN="$TARGET_DIR/release/demo-node"
-HOSTILE_BIN="$TARGET_DIR/release/hostile"
-DEVPROF="$TARGET_DIR/release/devprof"
-[ -x "$BIN" ] || die "$BIN was not built"
-[ -x "$HOSTILE_BIN" ] || die "$HOSTILE_BIN was not built"
-[ -x "$DEVPROF" ] || die "$DEVPROF was not built"
-
-# 3. The demo node image, built from source by devprof itself. Its log goes to a file
-#    (shown when the build fails); the summary and the image check are printed.
-LOGS="$(mktemp -d /tmp/devprof-testbed-logs.XXXXXX)"
-trap 'rm -rf "$LOGS"; kill "$RUNTIME_PID" 2>/dev/null || true' EXIT
-devprof_build() {
-  local log="$LOGS/$1.log"; shift
-  if ! "$DEVPROF" build "$@" >"$log.out" 2>"$log"; then
-    tail -n 40 "$log" >&2
-    cat "$log.out" >&2
-    return 1
-  fi
-  sed 's/^/testbed-up:   /' "$log.out"
-}
-before="$(docker image inspect -f '{{.Id}}' "$DEVPROF_DEMO_IMAGE" 2>/dev/null || true)"
-say "devprof build source -p demo-node -t $DEVPROF_DEMO_IMAGE (from source, in $RUST_IMAGE)"
-devprof_build demo source "$ROOT" --package demo-node --bin demo-node --tag "$DEVPROF_DEMO_IMAGE" \
-  --base "$BASE_IMAGE" --rust-image "$RUST_IMAGE" --label devprof.image=demo-node \
-  || die "devprof build of $DEVPROF_DEMO_IMAGE failed"
-after="$(docker image inspect -f '{{.Id}}' "$DEVPROF_DEMO_IMAGE")"
-if [ "$before" = "$after" ]; then
-  say "image $DEVPROF_DEMO_IMAGE unchanged (${after:7:12})"
-else
-  say "image $DEVPROF_DEMO_IMAGE built (${after:7:12})"
-fi
-
-# small_image TAG DOCKERFILE BINARY BUILD-ARG: an image from a context holding only the
-# Dockerfile and one host-built binary.
-small_image() {
-  local tag="$1" dockerfile="$2" binary="$3" arg="$4" ctx
-  ctx="$(mktemp -d /tmp/devprof-image-ctx.XXXXXX)"
-  cp "dockerfiles/$dockerfile" "$ctx/Dockerfile"
-  cp "$binary" "$ctx/"
-  say "docker build -t $tag"
-  if ! docker build --build-arg "$arg" -t "$tag" "$ctx" >"$ctx/build.log" 2>&1; then
-    tail -n 40 "$ctx/build.log" >&2
-    rm -rf "$ctx"
-    die "docker build of $tag failed"
-  fi
-  rm -rf "$ctx"
-}
-
-# The plain demo image (no perf, no tools) that sidecar profiling is tested on.
-PLAIN_IMAGE="${DEVPROF_DEMO_PLAIN_IMAGE:-devprof-demo-plain:latest}"
-small_image "$PLAIN_IMAGE" demo-plain.Dockerfile "$BIN" "BASE_IMAGE=$BASE_IMAGE"
-
-# The runtime images and the profiler image sidecars run (perf, procps, binutils, curl,
-# py-spy).
-if ! wait "$RUNTIME_PID"; then
-  cat "$RUNTIME_LOG" >&2
-  rm -f "$RUNTIME_LOG"
-  die "building the runtime images failed"
-fi
-sed 's/^/testbed-up:   /' "$RUNTIME_LOG"
-rm -f "$RUNTIME_LOG"
-
-# 4. The hostile service (demo/hostile): the profiler image (perf, procps) with the
-#    hostile binary and a non-root user; nothing is downloaded.
-export DEVPROF_DEMO_HOSTILE_IMAGE="${DEVPROF_DEMO_HOSTILE_IMAGE:-devprof-demo-hostile:latest}"
-small_image "$DEVPROF_DEMO_HOSTILE_IMAGE" demo-hostile.Dockerfile "$HOSTILE_BIN" \
-  "PROFILER_IMAGE=${DEVPROF_PROFILER_IMAGE:-devprof-profiler:latest}"
 
 # The containers bind-mount the host's tracefs; it must be mounted before they start.
 if ! grep -qs ' /sys/kernel/tracing tracefs ' /proc/mounts; then
@@ -146,14 +73,133 @@ if ! grep -qs ' /sys/kernel/tracing tracefs ' /proc/mounts; then
   fi
 fi
 
-# 5. The containers. Compose recreates a container when its image or settings changed.
-say "docker-compose -p $PROJECT up -d"
-"${COMPOSE[@]}" up -d --remove-orphans
+# Background jobs: each writes its log to $LOGS/NAME.log and then $LOGS/NAME.ok or
+# $LOGS/NAME.failed (another job may wait for it: `after NAME`); `await NAME` prints the
+# log and fails with its end when the job did.
+LOGS="$(mktemp -d /tmp/devprof-testbed.XXXXXX)"
+declare -A JOB=()
+cleanup() {
+  local pid
+  for pid in "${JOB[@]}"; do kill "$pid" 2>/dev/null || true; done
+  rm -rf "$LOGS"
+}
+trap cleanup EXIT
+job() {
+  local name="$1"; shift
+  ( if "$@"; then touch "$LOGS/$name.ok"; else touch "$LOGS/$name.failed"; exit 1; fi ) >"$LOGS/$name.log" 2>&1 &
+  JOB[$name]=$!
+}
+after() {
+  local name="$1"
+  while [ ! -e "$LOGS/$name.ok" ]; do
+    [ ! -e "$LOGS/$name.failed" ] || { echo "($name failed)"; return 1; }
+    sleep 0.5
+  done
+}
+await() {
+  local name="$1" status=0
+  wait "${JOB[$name]}" || status=$?
+  unset "JOB[$name]"
+  if [ "$status" != 0 ]; then
+    tail -n 40 "$LOGS/$name.log" >&2
+    die "$name failed"
+  fi
+  sed "s/^/testbed-up $(stamp):   /" "$LOGS/$name.log"
+}
+
+# docker_build TAG DOCKERFILE [--target STAGE] [--build-arg ARG]... [FILE]...: an image
+# from a context holding only the Dockerfile and the given files.
+docker_build() {
+  local tag="$1" dockerfile="$2" ctx; shift 2
+  local args=()
+  while [ "$#" -gt 0 ] && [[ "$1" == --* ]]; do args+=("$1" "$2"); shift 2; done
+  ctx="$(mktemp -d "$LOGS/ctx.XXXXXX")"
+  cp "dockerfiles/$dockerfile" "$ctx/Dockerfile"
+  [ "$#" -gt 0 ] && cp "$@" "$ctx/"
+  if ! docker build "${args[@]}" -t "$tag" "$ctx" >"$ctx/build.log" 2>&1; then
+    tail -n 40 "$ctx/build.log" >&2
+    return 1
+  fi
+  rm -rf "$ctx"
+}
+
+base_image() { DEVPROF_BASE_IMAGE="$BASE_IMAGE" "$ROOT/scripts/base-image.sh"; }
+node_runtime() {
+  after base || return 1
+  docker_build "devprof-demo-node:runtime" demo-node.Dockerfile --target runtime \
+    --build-arg "BASE_IMAGE=$BASE_IMAGE" || return 1
+  echo "demo image's runtime stage ready"
+}
+runtime_images() { after base || return 1; DEVPROF_BASE_IMAGE="$BASE_IMAGE" "$ROOT/scripts/runtime-images.sh"; }
+rust_image() { after base || return 1; DEVPROF_BASE_IMAGE="$BASE_IMAGE" "$ROOT/scripts/rust-image.sh"; }
+
+say "background: base image $BASE_IMAGE, the demo image's runtime stage"
+job base base_image
+job node-runtime node_runtime
+if [ "$MODE" = all ]; then
+  say "background: runtime and profiler images, Rust toolchain image"
+  job runtime runtime_images
+  job rust rust_image
+fi
+
+locked=()
+[ -f Cargo.lock ] && locked=(--locked)
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+if [ "$MODE" = demo ]; then
+  # The release binary users get (cargo install builds the same) and the demo node.
+  say "cargo build --release -p devprof -p demo-node"
+  cargo build --release "${locked[@]}" -p devprof -p demo-node
+else
+  # The tests build devprof in the test profile; the test bed needs only the programs
+  # its images run.
+  say "cargo build --release -p demo-node -p demo-hostile"
+  cargo build --release "${locked[@]}" -p demo-node -p demo-hostile
+fi
+BIN="$TARGET_DIR/release/demo-node"
+[ -x "$BIN" ] || die "$BIN was not built"
+say "cargo build done"
+
+await base
+await node-runtime
+before="$(docker image inspect -f '{{.Id}}' "$DEVPROF_DEMO_IMAGE" 2>/dev/null || true)"
+docker_build "$DEVPROF_DEMO_IMAGE" demo-node.Dockerfile --build-arg "BASE_IMAGE=$BASE_IMAGE" "$BIN" \
+  || die "docker build of $DEVPROF_DEMO_IMAGE failed"
+after="$(docker image inspect -f '{{.Id}}' "$DEVPROF_DEMO_IMAGE")"
+if [ "$before" = "$after" ]; then
+  say "image $DEVPROF_DEMO_IMAGE unchanged (${after:7:12})"
+else
+  say "image $DEVPROF_DEMO_IMAGE built (${after:7:12})"
+fi
+
+# up SERVICE...: starts (or leaves running) the services; compose recreates a container
+# only when its image or settings changed.
+up() {
+  say "docker-compose -p $PROJECT up -d $*"
+  "${COMPOSE[@]}" up -d --no-deps "$@" 2>&1 | sed "s/^/testbed-up $(stamp):   /"
+}
+up demo-seq
+
+if [ "$MODE" = all ]; then
+  # The plain demo image (no perf, no tools) that sidecar profiling is tested on.
+  say "docker build -t $PLAIN_IMAGE"
+  docker_build "$PLAIN_IMAGE" demo-plain.Dockerfile --build-arg "BASE_IMAGE=$BASE_IMAGE" "$BIN" \
+    || die "docker build of $PLAIN_IMAGE failed"
+  await runtime
+  # The hostile service (demo/hostile): the profiler image (perf, procps) with the hostile
+  # binary and a non-root user; nothing is downloaded.
+  say "docker build -t $DEVPROF_DEMO_HOSTILE_IMAGE"
+  docker_build "$DEVPROF_DEMO_HOSTILE_IMAGE" demo-hostile.Dockerfile \
+    --build-arg "PROFILER_IMAGE=$PROFILER_IMAGE" "$TARGET_DIR/release/hostile" \
+    || die "docker build of $DEVPROF_DEMO_HOSTILE_IMAGE failed"
+  up --remove-orphans "${SERVICES[@]:1}"
+  await rust
+fi
 
 # A container started before tracefs was mounted sees an empty directory: recreate it.
+# Checked as root: a service's own user may not read /sys/kernel/tracing.
 if grep -qs ' /sys/kernel/tracing tracefs ' /proc/mounts; then
   for svc in "${SERVICES[@]}"; do
-    if ! docker exec "$svc" test -e /sys/kernel/tracing/events 2>/dev/null; then
+    if ! docker exec -u 0 "$svc" test -e /sys/kernel/tracing/events 2>/dev/null; then
       say "$svc does not see tracefs; recreating it"
       "${COMPOSE[@]}" up -d --force-recreate --no-deps "$svc"
     fi
@@ -176,7 +222,7 @@ for svc in "${SERVICES[@]}"; do
       docker logs --tail 30 "$svc" >&2 || true
       die "$svc is not running ${PROGRAM[$svc]} (state: $state)"
     fi
-    sleep 1
+    sleep 0.2
   done
 done
-say "devnet up: project $PROJECT, image $DEVPROF_DEMO_IMAGE"
+say "devnet up ($MODE): project $PROJECT, image $DEVPROF_DEMO_IMAGE"

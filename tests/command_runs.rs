@@ -212,7 +212,7 @@ fn cpu_command_run_ctrl_c_stops_the_command_and_keeps_the_recording() {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     // Some CPU time of the worker, so that there is something to keep.
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    wait_for_cpu(DEMO_SEQ, "hashwork", 0.5);
     capture.interrupt();
     let out = capture.wait_with_output();
     assert!(

@@ -225,7 +225,7 @@ fn sigint_mid_capture_keeps_what_was_recorded_and_leaves_no_perf_behind() {
     let cwd = workdir();
     let mut capture = spawn_capture(cwd.path(), &["cpu", DEMO_SEQ, "30"]);
     capture.wait_for_window();
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for_cpu(DEMO_SEQ, "demo-node", 0.5);
     let sent = Instant::now();
     capture.interrupt();
     let status = loop {

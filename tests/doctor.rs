@@ -268,7 +268,7 @@ fn doctor_judges_an_unprivileged_container_ready_through_the_sidecar() {
         docker_ok(&["inspect", "-f", "{{json .HostConfig.CapAdd}}", &name]),
         "null"
     );
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for_cpu(&name, "node", 0.5);
     let cwd = workdir();
     let out = devprof(cwd.path())
         .args(["doctor", &name])

@@ -521,7 +521,9 @@ fn interval_dumps_are_collected_and_an_uncaught_signal_is_never_sent() {
         &demo_image(),
         &[],
     );
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    // Both nodes started and allocating.
+    wait_for_cpu(&name, "demo-node", 0.3);
+    wait_for_cpu(&no_interval, "demo-node", 0.1);
     let cwd = workdir();
     devprof(cwd.path())
         .env("DEVPROF_HEAP_DUMP_SIGNAL", "USR1")
@@ -993,7 +995,7 @@ fn ctrl_c_ends_a_heap_window_at_once_and_renders_its_end_dump() {
     let cwd = workdir();
     let mut capture = spawn_capture(cwd.path(), &["heap", DEMO_SEQ, "60"]);
     capture.wait_for_window();
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    wait_for_cpu(DEMO_SEQ, "demo-node", 0.5);
     capture.interrupt();
     let out = capture.wait_with_output();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -297,7 +297,7 @@ fn own_jvm(prefix: &str, java_options: &str) -> ContainerGuard {
     args.extend(["--init", "-e", &env, "-e", "DEMO_JVM_HASH_DUTY=30"]);
     let guard = run_container(&name, &args, &jvm_image(), &[]);
     // Let the JVM start and compile its hot loops.
-    std::thread::sleep(Duration::from_secs(3));
+    wait_for_cpu(&name, "java", 2.0);
     guard
 }
 
@@ -456,7 +456,7 @@ fn sigint_stops_async_profiler_early_and_keeps_the_profile() {
     let cwd = workdir();
     let mut capture = spawn_capture(cwd.path(), &["cpu", &jvm.0, "30"]);
     capture.wait_for_window();
-    std::thread::sleep(Duration::from_secs(3));
+    wait_for_cpu(&jvm.0, "java", 1.0);
     capture.interrupt();
     let sent = std::time::Instant::now();
     while capture.child.try_wait().unwrap().is_none() {

@@ -8,7 +8,6 @@ mod common;
 
 use common::*;
 use std::path::Path;
-use std::time::Duration;
 
 const STEPS: [&str; 5] = ["locate", "place", "workdir", "window", "analysis"];
 
@@ -18,7 +17,7 @@ fn start_node(prefix: &str) -> ContainerGuard {
     let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
     args.extend(["--cap-add", "SYSLOG", "-e", "DEMO_WORKLOADS=hash_chain:60"]);
     let guard = run_container(&name, &args, &demo_image(), &[]);
-    std::thread::sleep(Duration::from_secs(1));
+    wait_for_cpu(&name, "demo-node", 0.2);
     guard
 }
 

@@ -129,7 +129,7 @@ fn node_without_the_perf_map_flag_is_captured_and_told_how() {
     let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
     args.extend(["-e", "NODE_OPTIONS=", "-e", "BUSY_HASH_PCT=30"]);
     let _guard = run_container(&name, &args, &js_image(), &[]);
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    wait_for_cpu(&name, "node", 0.5);
     let cwd = workdir();
     let out = devprof(cwd.path())
         .args(["cpu", &name, "3"])
@@ -174,7 +174,7 @@ fn node_writing_a_jitdump_is_named_by_the_native_fold() {
     // V8 writes jit-<pid>.dump into its working directory, which must be writable.
     args.extend(["-e", "NODE_OPTIONS=--perf-prof", "-w", "/tmp"]);
     let _guard = run_container(&name, &args, &js_image(), &[]);
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    wait_for_cpu(&name, "node", 0.5);
     let cwd = workdir();
     devprof(cwd.path())
         .args(["cpu", &name, "5"])

@@ -279,7 +279,7 @@ fn offcpu_unmounts_the_tracefs_it_mounted_and_only_that() {
     let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
     args.extend(["-e", "DEMO_WORKLOADS=hash_chain:20,contend_lock:30"]);
     let node = run_container(&name, &args, &demo_image(), &[]);
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    wait_for_cpu(&name, "demo-node", 0.2);
     assert!(tracefs_mounts(&node.0).is_empty(), "tracefs already there");
     let cwd = workdir();
     devprof(cwd.path())

@@ -16,7 +16,9 @@ fn start_node(prefix: &str, extra: &[&str], cmd: &[&str]) -> ContainerGuard {
     args.extend(["--cap-add", "SYSLOG", "-e", "DEMO_WORKLOADS=hash_chain:60"]);
     args.extend_from_slice(extra);
     let guard = run_container(&name, &args, &demo_image(), cmd);
-    std::thread::sleep(Duration::from_secs(1));
+    if cmd.is_empty() {
+        wait_for_cpu(&name, "demo-node", 0.2);
+    }
     guard
 }
 
@@ -62,7 +64,7 @@ fn target_killed_mid_capture(mode: &str) {
     let cwd = workdir();
     let mut child = spawn_devprof(cwd.path(), &["cpu", &node.0, "40", "--mode", mode]);
     wait_for_perf_record(&node.0);
-    std::thread::sleep(Duration::from_secs(5));
+    wait_for_cpu(&node.0, "demo-node", 2.0);
     docker_ok(&["kill", &node.0]);
     let killed = Instant::now();
     // A liveness bound (devprof must not hang), not a speed assertion.
@@ -245,7 +247,7 @@ fn sysctl_writable_node(prefix: &str) -> ContainerGuard {
         &demo_image(),
         &[],
     );
-    std::thread::sleep(Duration::from_secs(1));
+    wait_for_cpu(&node.0, "demo-node", 0.2);
     docker_ok(&["exec", &node.0, "sh", "-c", DEMANDING_PERF]);
     node
 }
@@ -339,7 +341,7 @@ fn clean_containers_keeps_the_sidecar_of_a_running_capture() {
         String::from_utf8_lossy(&out)
     );
     // Some recording first: a window stopped before its first sample has nothing to keep.
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for_cpu(&node.0, "demo-node", 0.5);
     capture.interrupt();
     let output = capture.wait_with_output();
     assert!(
@@ -870,7 +872,7 @@ fn a_closed_terminal_still_restores_sysctls_and_cleans_up() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for_cpu(&node.0, "demo-node", 0.5);
     terminal.drain();
     assert_eq!(host_sysctls().0, "-1", "not lowered for the capture");
     let mut child = terminal.close();

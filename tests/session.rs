@@ -236,14 +236,14 @@ fn a_target_stopped_mid_run_fails_its_row_only() {
     let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
     args.extend(["-e", "DEMO_WORKLOADS=hash_chain:60"]);
     let _guard = run_container(&name, &args, &demo_image(), &[]);
-    std::thread::sleep(Duration::from_secs(1));
+    wait_for_cpu(&name, "demo-node", 0.2);
     let cwd = workdir();
     let mut run = spawn_capture(
         cwd.path(),
         &["profile", DEMO_SEQ, &name, "5", "--kinds", "cpu"],
     );
     run.wait_for_window();
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for_cpu(&name, "demo-node", 0.5);
     docker_ok(&["kill", &name]);
     let out = run.wait_with_output();
     let stdout = String::from_utf8_lossy(&out.stdout);

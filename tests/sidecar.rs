@@ -53,7 +53,7 @@ fn start_plain(prefix: &str) -> ContainerGuard {
         &[],
     );
     // Let the node start its workload threads before the capture.
-    std::thread::sleep(Duration::from_secs(1));
+    wait_for_cpu(&name, "demo-node", 0.2);
     guard
 }
 
@@ -142,7 +142,7 @@ fn sigint_mid_sidecar_capture_leaves_no_container_and_keeps_the_artifacts() {
         !sidecars_of(&plain.0).is_empty(),
         "no sidecar runs the window"
     );
-    std::thread::sleep(Duration::from_secs(3));
+    wait_for_cpu(&plain.0, "demo-node", 1.0);
     capture.interrupt();
     let sent = Instant::now();
     let status = loop {
@@ -217,7 +217,7 @@ fn two_sidecar_captures_of_one_target_at_once_both_record() {
         &plain_image(),
         &[],
     );
-    std::thread::sleep(Duration::from_secs(1));
+    wait_for_cpu(&name, "demo-node", 0.2);
     let cwd = workdir();
     let out = devprof(cwd.path())
         .env("DEVPROF_MODE", "sidecar")

@@ -58,7 +58,7 @@ exec "$DEVPROF_BINARY""#
     let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
     args.extend(["-e", "DEMO_WORKLOADS=hash_chain"]);
     let c = run_container(&name, &args, &demo_image(), &["sh", "-c", &setup]);
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for_cpu(&name, "demo-node", 0.5);
     let cwd = workdir();
 
     let doctor = devprof(cwd.path())
@@ -102,7 +102,8 @@ exec setpriv --reuid=65534 --regid=65534 --clear-groups python3 /tmp/liar.py"#;
     let mut args: Vec<&str> = PROFILING_RIGHTS.to_vec();
     args.extend(["-u", "0", "--workdir", "/tmp"]);
     let c = run_container(&name, &args, &py_image(), &["sh", "-c", setup]);
-    std::thread::sleep(Duration::from_secs(2));
+    // pid 1 is the sleep that python execs into.
+    wait_for_cpu(&name, "sleep", 0.0);
     let cwd = workdir();
     let out = devprof(cwd.path())
         .args([
@@ -158,7 +159,7 @@ exec setpriv --reuid=1000 --regid=1000 --init-groups env ASYNC_PROFILER_HOME=/tm
         "DEMO_JVM_HASH_DUTY=30",
     ]);
     let c = run_container(&name, &args, &jvm_image(), &["sh", "-c", setup]);
-    std::thread::sleep(Duration::from_secs(3));
+    wait_for_cpu(&name, "java", 2.0);
     let cwd = workdir();
     devprof(cwd.path())
         .args(["cpu", &c.0, "3"])
@@ -203,7 +204,7 @@ fn jit_link_capture(test: &str, mode: &str) {
         "DEMO_JVM_HASH_DUTY=30",
     ]);
     let c = run_container(&name, &args, &jvm_image(), &[]);
-    std::thread::sleep(Duration::from_secs(3));
+    wait_for_cpu(&name, "java", 2.0);
     let pid = docker_ok(&["exec", &c.0, "pgrep", "-o", "java"]);
     // The JVM's own user may do this to its map at any time.
     docker_ok(&[

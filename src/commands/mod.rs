@@ -26,10 +26,37 @@ pub mod top;
 pub mod view;
 
 use crate::capture::CaptureCtx;
-use crate::cli::{Cli, Command, MarkArgs};
-use crate::error::{Error, Result};
+use crate::cli::{Cli, Command, Invocation, MarkArgs};
+use crate::error::{exit, Error, Result};
 use crate::signals::Interrupts;
 use crate::ui::Reporter;
+
+/// The whole program: parses the command line, runs the command on an async runtime, and
+/// returns the exit code (errors are printed with the code they carry).
+pub fn main() -> i32 {
+    let invocation = Cli::invocation();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return exit::FAILURE;
+        }
+    };
+    let result = match invocation {
+        Invocation::Run(cli) => runtime.block_on(dispatch(*cli)),
+        Invocation::CompleteTargets => runtime.block_on(completions::print_targets()),
+    };
+    let code = match result {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    };
+    // Don't wait for blocking tasks (e.g. a folder reading an aborted stream).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    code
+}
 
 /// Runs one parsed command line. Errors carry their exit code.
 pub async fn dispatch(cli: Cli) -> Result<()> {

@@ -408,20 +408,51 @@ impl RunningCapture {
 /// User + system CPU seconds of the demo node process in `container`, from /proc/PID/stat
 /// (clock ticks of 1/100 s, the kernel's USER_HZ).
 pub fn node_cpu_seconds(container: &str) -> f64 {
-    let stat = docker_ok(&[
+    process_cpu_seconds(container, "demo-node")
+        .unwrap_or_else(|| panic!("no demo-node process in {container}"))
+}
+
+/// User + system CPU seconds of the first process named `comm` in `container`, or None
+/// while there is none (or the container does not answer).
+pub fn process_cpu_seconds(container: &str, comm: &str) -> Option<f64> {
+    let out = docker(&[
         "exec",
         container,
         "sh",
         "-c",
-        // No pgrep in every image: the first process named demo-node.
-        "for d in /proc/[0-9]*; do [ \"$(cat $d/comm 2>/dev/null)\" = demo-node ] && { cat $d/stat; break; }; done",
+        // No pgrep in every image: the first process of that name.
+        "for d in /proc/[0-9]*; do [ \"$(cat $d/comm 2>/dev/null)\" = \"$1\" ] && { cat $d/stat; break; }; done",
+        "sh",
+        comm,
     ]);
+    let stat = String::from_utf8_lossy(&out.stdout);
     // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = &stat[stat.rfind(')').expect("stat has a comm") + 2..];
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of the line: 11 and 12 after the comm.
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    ticks as f64 / 100.0
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
+/// Waits until the process named `comm` in `container` has run `cpu_secs` more CPU seconds
+/// than when this was called (from its start, when it did not run yet): a program that
+/// has started its work, or a window that has something of it to keep, however loaded the
+/// machine is. Panics after 90 s.
+pub fn wait_for_cpu(container: &str, comm: &str, cpu_secs: f64) {
+    let started = std::time::Instant::now();
+    let from = process_cpu_seconds(container, comm).unwrap_or(0.0);
+    loop {
+        if let Some(now) = process_cpu_seconds(container, comm) {
+            if now - from >= cpu_secs {
+                return;
+            }
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(90),
+            "{comm} in {container} did not run {cpu_secs} CPU seconds within 90 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// A 999 Hz cpu-clock capture samples each CPU-second the node used about 999 times. The

@@ -58,10 +58,13 @@ pub fn per_tid_of_file(path: &Path) -> BTreeMap<u64, u64> {
     per_tid(&Timeline::read(std::io::BufReader::new(file)).unwrap())
 }
 
-/// `go tool pprof -top ARGS FILE`'s output.
+/// `go tool pprof -top ARGS FILE`'s output, with every name as the file holds it: by
+/// default pprof drops `<...>` and `(...)` from names that look like demangled C++, which
+/// a Rust impl's name does (`search::<impl NodeRef<..>>::search_tree` shown as
+/// `search::::search_tree`), and the files hold their symbols already.
 pub fn go_pprof_top(path: &Path, args: &[&str]) -> String {
     let out = Command::new("go")
-        .args(["tool", "pprof", "-top"])
+        .args(["tool", "pprof", "-top", "-symbolize=none"])
         .args(args)
         .arg(path)
         .output()
