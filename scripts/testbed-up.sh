@@ -51,6 +51,9 @@ stamp() {
 }
 say() { echo "testbed-up $(stamp): $*"; }
 die() { echo "testbed-up $(stamp): error: $*" >&2; exit 1; }
+# stamped: each line of the input with the time it was read, so output collected from a
+# background job still tells when each of its steps happened.
+stamped() { while IFS= read -r line; do echo "testbed-up $(stamp):   $line"; done; }
 
 command -v docker >/dev/null || die "docker is not installed"
 command -v docker-compose >/dev/null || die "docker-compose is not installed"
@@ -78,15 +81,22 @@ fi
 # log and fails with its end when the job did.
 LOGS="$(mktemp -d /tmp/devprof-testbed.XXXXXX)"
 declare -A JOB=()
+# kill_tree PID: the job and what it started (a docker build, a debootstrap).
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
 cleanup() {
   local pid
-  for pid in "${JOB[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${JOB[@]}"; do kill_tree "$pid"; done
   rm -rf "$LOGS"
 }
 trap cleanup EXIT
 job() {
   local name="$1"; shift
-  ( if "$@"; then touch "$LOGS/$name.ok"; else touch "$LOGS/$name.failed"; exit 1; fi ) >"$LOGS/$name.log" 2>&1 &
+  { ( if "$@"; then touch "$LOGS/$name.ok"; else touch "$LOGS/$name.failed"; fi ) 2>&1 \
+    | stamped >"$LOGS/$name.log"; } &
   JOB[$name]=$!
 }
 after() {
@@ -97,14 +107,14 @@ after() {
   done
 }
 await() {
-  local name="$1" status=0
-  wait "${JOB[$name]}" || status=$?
+  local name="$1"
+  wait "${JOB[$name]}" || true
   unset "JOB[$name]"
-  if [ "$status" != 0 ]; then
+  if [ ! -e "$LOGS/$name.ok" ]; then
     tail -n 40 "$LOGS/$name.log" >&2
     die "$name failed"
   fi
-  sed "s/^/testbed-up $(stamp):   /" "$LOGS/$name.log"
+  cat "$LOGS/$name.log"
 }
 
 # docker_build TAG DOCKERFILE [--target STAGE] [--build-arg ARG]... [FILE]...: an image
@@ -175,7 +185,7 @@ fi
 # only when its image or settings changed.
 up() {
   say "docker-compose -p $PROJECT up -d $*"
-  "${COMPOSE[@]}" up -d --no-deps "$@" 2>&1 | sed "s/^/testbed-up $(stamp):   /"
+  "${COMPOSE[@]}" up -d --no-deps "$@" 2>&1 | stamped
 }
 up demo-seq
 
