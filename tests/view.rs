@@ -380,8 +380,21 @@ fn view_in_chromium_lists_every_capture_and_diffs_like_the_cli() {
             "{v}"
         );
     }
+    // A capture whose manifest lists a plot has a plots tab (a 3 s context-switch capture
+    // of a busy node may hold no off-CPU interval, hence no plot); each kind has one.
+    let lists_a_plot = |row: &serde_json::Value| {
+        let manifest = std::fs::read_to_string(row["manifest"].as_str().unwrap()).unwrap();
+        ["dumps.svg", "threads.svg", "bandwidth.svg"]
+            .iter()
+            .any(|plot| manifest.contains(&format!(".{plot}\"")))
+    };
     for kind in ["heap", "offcpu"] {
-        for row in listed.iter().filter(|r| r["kind"] == kind) {
+        let rows: Vec<_> = listed.iter().filter(|r| r["kind"] == kind).collect();
+        assert!(
+            rows.iter().any(|r| lists_a_plot(r)),
+            "no {kind} capture has a plot"
+        );
+        for row in rows.into_iter().filter(|r| lists_a_plot(r)) {
             assert!(
                 visited
                     .iter()

@@ -239,7 +239,7 @@ async fn require_image(located: &Located, image: &str) -> Result<()> {
     }
     Err(Error::ProfilerImageMissing {
         container: located.container.name.clone(),
-        fix: docker.flavour().await.image_fix(image),
+        fix: docker.flavour().image_fix(image),
         image: image.to_string(),
     })
 }

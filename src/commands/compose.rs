@@ -156,7 +156,7 @@ async fn capabilities(
             settings.kernel_symbols,
         ));
     };
-    let kernel = docker.endpoint_version().await?.kernel;
+    let kernel = docker.endpoint_version().kernel.clone();
     if settings.sys_admin {
         return Ok(compose::choose_capabilities(
             true,

@@ -49,6 +49,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
 pub struct Docker {
     client: bollard::Docker,
     address: String,
+    /// The endpoint's `/version` answer, asked once when connecting: Podman takes about
+    /// half a second to give it (it asks its runtimes for their versions every time).
+    endpoint: std::sync::Arc<EndpointVersion>,
     /// An ssh engine's private socket: it lives as long as any handle to the engine.
     _ssh: Option<std::sync::Arc<ssh::SshBridge>>,
 }
@@ -60,6 +63,34 @@ pub struct EndpointVersion {
     pub api_version: String,
     pub kernel: String,
     pub flavour: Flavour,
+}
+
+impl EndpointVersion {
+    fn of(v: &bollard::models::SystemVersion) -> Self {
+        let components: Vec<&str> = v
+            .components
+            .iter()
+            .flatten()
+            .map(|c| c.name.as_str())
+            .collect();
+        EndpointVersion {
+            version: v.version.clone().unwrap_or_default(),
+            api_version: v.api_version.clone().unwrap_or_default(),
+            kernel: v.kernel_version.clone().unwrap_or_default(),
+            flavour: Flavour::of(v.platform.as_ref().map(|p| p.name.as_str()), &components),
+        }
+    }
+}
+
+/// The API version an engine speaks when it is older than bollard's default (what
+/// bollard's own negotiation settles on, from the `/version` answer already in hand).
+fn older_api(api_version: Option<&str>) -> Option<bollard::ClientVersion> {
+    let (major, minor) = api_version?.trim().split_once('.')?;
+    let server = bollard::ClientVersion {
+        major_version: major.parse().ok()?,
+        minor_version: minor.parse().ok()?,
+    };
+    (server < *bollard::API_DEFAULT_VERSION).then_some(server)
 }
 
 /// Which product serves the Docker API at an endpoint: where they differ (default
@@ -142,47 +173,54 @@ impl Docker {
             address: format!("{} (from {})", endpoint.host, endpoint.source),
             reason,
         };
-        let mut bridge = None;
-        let client = if let Some(tls) = endpoint.tls.as_ref() {
-            let paths = tls.paths().map_err(unreachable)?;
-            // bollard reads DOCKER_TLS_VERIFY itself only in connect_with_host; the files
-            // are named here so that a context's own material is used.
-            bollard::Docker::connect_with_ssl(
-                &address,
-                &paths.key,
-                &paths.cert,
-                &paths.ca,
-                REQUEST_TIMEOUT.as_secs(),
-                bollard::API_DEFAULT_VERSION,
-            )
-            .map_err(|e| unreachable(tls_reason(&with_causes(&e), &paths)))?
-        } else if address.starts_with("ssh://") {
+        let bridge = if address.starts_with("ssh://") {
             let target = ssh::SshTarget::parse(&address).map_err(unreachable)?;
             let started = ssh::SshBridge::start(target)
                 .map_err(|e| unreachable(format!("cannot open the ssh bridge socket: {e}")))?;
-            let client = bollard::Docker::connect_with_unix(
-                &started.address(),
-                REQUEST_TIMEOUT.as_secs(),
-                bollard::API_DEFAULT_VERSION,
-            )
-            .map_err(|e| unreachable(e.to_string()))?;
-            bridge = Some(std::sync::Arc::new(started));
-            client
-        } else if endpoint::is_network(&address) {
-            // Not connect_with_host: it would switch to TLS on any DOCKER_TLS_VERIFY, "0" too.
-            bollard::Docker::connect_with_http(
-                &address,
-                REQUEST_TIMEOUT.as_secs(),
-                bollard::API_DEFAULT_VERSION,
-            )
-            .map_err(|e| unreachable(e.to_string()))?
+            Some(std::sync::Arc::new(started))
         } else {
-            bollard::Docker::connect_with_host(&address).map_err(|e| unreachable(e.to_string()))?
-        }
-        .with_timeout(REQUEST_TIMEOUT);
+            None
+        };
+        // A client speaking `version` of the API; made again when the engine speaks an
+        // older one than bollard's default.
+        let speaking = |version: &bollard::ClientVersion| -> Result<bollard::Docker> {
+            Ok(if let Some(tls) = endpoint.tls.as_ref() {
+                let paths = tls.paths().map_err(unreachable)?;
+                // bollard reads DOCKER_TLS_VERIFY itself only in connect_with_host; the files
+                // are named here so that a context's own material is used.
+                bollard::Docker::connect_with_ssl(
+                    &address,
+                    &paths.key,
+                    &paths.cert,
+                    &paths.ca,
+                    REQUEST_TIMEOUT.as_secs(),
+                    version,
+                )
+                .map_err(|e| unreachable(tls_reason(&with_causes(&e), &paths)))?
+            } else if let Some(bridge) = &bridge {
+                bollard::Docker::connect_with_unix(
+                    &bridge.address(),
+                    REQUEST_TIMEOUT.as_secs(),
+                    version,
+                )
+                .map_err(|e| unreachable(e.to_string()))?
+            } else if endpoint::is_network(&address) {
+                // Not connect_with_host: it would switch to TLS on any DOCKER_TLS_VERIFY, "0" too.
+                bollard::Docker::connect_with_http(&address, REQUEST_TIMEOUT.as_secs(), version)
+                    .map_err(|e| unreachable(e.to_string()))?
+            } else if address.starts_with("unix://") {
+                bollard::Docker::connect_with_unix(&address, REQUEST_TIMEOUT.as_secs(), version)
+                    .map_err(|e| unreachable(e.to_string()))?
+            } else {
+                bollard::Docker::connect_with_host(&address)
+                    .map_err(|e| unreachable(e.to_string()))?
+            }
+            .with_timeout(REQUEST_TIMEOUT))
+        };
+        let client = speaking(bollard::API_DEFAULT_VERSION)?;
         let answer = tokio::time::timeout(CONNECT_TIMEOUT, async {
             client.ping().await?;
-            client.negotiate_version().await
+            client.version().await
         })
         .await
         .map_err(|_| unreachable(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))?;
@@ -195,7 +233,7 @@ impl Docker {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
-        let negotiated = answer.map_err(|e| {
+        let version = answer.map_err(|e| {
             let mut reason = with_causes(&e);
             if let Some(paths) = endpoint.tls.as_ref().and_then(|t| t.paths().ok()) {
                 reason = tls_reason(&reason, &paths);
@@ -208,9 +246,14 @@ impl Docker {
             }
             unreachable(reason)
         })?;
+        let client = match older_api(version.api_version.as_deref()) {
+            Some(older) => speaking(&older)?,
+            None => client,
+        };
         Ok(Docker {
-            client: negotiated,
+            client,
             address,
+            endpoint: std::sync::Arc::new(EndpointVersion::of(&version)),
             _ssh: bridge,
         })
     }
@@ -257,25 +300,9 @@ impl Docker {
         }
     }
 
-    pub async fn endpoint_version(&self) -> Result<EndpointVersion> {
-        let v = self
-            .client
-            .version()
-            .await
-            .map_err(|e| api_error("engine version", e))?;
-        let components: Vec<&str> = v
-            .components
-            .iter()
-            .flatten()
-            .map(|c| c.name.as_str())
-            .collect();
-        let flavour = Flavour::of(v.platform.as_ref().map(|p| p.name.as_str()), &components);
-        Ok(EndpointVersion {
-            version: v.version.clone().unwrap_or_default(),
-            api_version: v.api_version.clone().unwrap_or_default(),
-            kernel: v.kernel_version.clone().unwrap_or_default(),
-            flavour,
-        })
+    /// The endpoint's product, version and kernel, as it answered when connecting.
+    pub fn endpoint_version(&self) -> &EndpointVersion {
+        &self.endpoint
     }
 
     /// Whether the endpoint runs its containers rootless (in a user namespace), as its
@@ -290,11 +317,8 @@ impl Docker {
     }
 
     /// The endpoint's product; Docker when it cannot be asked.
-    pub async fn flavour(&self) -> Flavour {
-        self.endpoint_version()
-            .await
-            .map(|v| v.flavour)
-            .unwrap_or_default()
+    pub fn flavour(&self) -> Flavour {
+        self.endpoint.flavour
     }
 }
 
@@ -356,6 +380,20 @@ pub(crate) fn api_error(action: &str, e: bollard::errors::Error) -> Error {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn an_engine_older_than_bollards_default_api_is_spoken_to_in_its_own() {
+        // Podman 4.3 answers 1.41; Docker 28.2 answers 1.50.
+        let older = older_api(Some("1.41")).unwrap();
+        assert_eq!((older.major_version, older.minor_version), (1, 41));
+        assert!(older_api(Some("1.50")).is_some());
+        let default = bollard::API_DEFAULT_VERSION;
+        let same = format!("{}.{}", default.major_version, default.minor_version);
+        assert!(older_api(Some(&same)).is_none());
+        assert!(older_api(Some("1.999")).is_none());
+        assert!(older_api(Some("garbage")).is_none());
+        assert!(older_api(None).is_none());
+    }
 
     #[test]
     fn an_endpoint_says_rootless_in_its_security_options() {

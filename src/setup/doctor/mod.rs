@@ -32,8 +32,18 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
         }
     };
     facts.daemon = Some(Ok(docker.address().to_string()));
-    facts.endpoint = docker.endpoint_version().await.ok();
-    facts.rootless = docker.rootless().await;
+    facts.endpoint = Some(docker.endpoint_version().clone());
+    // `/info` takes Podman over half a second: asked beside the container's checks.
+    let (rootless, ()) = tokio::join!(
+        docker.rootless(),
+        gather_container(&docker, settings, &mut facts)
+    );
+    facts.rootless = rootless;
+    facts
+}
+
+/// The container's part of the facts: from its name to its process, perf and binary.
+async fn gather_container(docker: &Docker, settings: &DoctorSettings, facts: &mut DoctorFacts) {
     let container = match docker
         .containers()
         .await
@@ -42,7 +52,7 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
         Ok(c) => c,
         Err(e) => {
             facts.container = Some(Err(e.to_string()));
-            return facts;
+            return;
         }
     };
     facts.container = Some(Ok(container.clone()));
@@ -67,7 +77,7 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
         Ok(p) => p,
         Err(e) => {
             facts.process = Some(Err(first_line(&e.to_string())));
-            return facts;
+            return;
         }
     };
     let process = select_process(&probe.processes, &settings.process).map_err(|what| {
@@ -120,7 +130,6 @@ pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
         }
     }
     facts.process = Some(process);
-    facts
 }
 
 /// A 100 ms `perf stat` on the process: does perf_event_open work there?
