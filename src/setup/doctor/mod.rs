@@ -118,7 +118,7 @@ async fn gather_container(docker: &Docker, settings: &DoctorSettings, facts: &mu
             let extras = ProcessExtras::parse(&out.stdout);
             let exe = extras.process.exe.clone();
             facts.binary = Some(if exe.starts_with('/') {
-                let report = binary::read_from_container(&docker, &container.name, &exe).await;
+                let report = binary::read_from_container(docker, &container.name, &exe).await;
                 (exe, report)
             } else {
                 (format!("/proc/{pid}/exe"), Err("the process's executable cannot be read (no readlink in the container, or not allowed)".into()))
