@@ -18,11 +18,11 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OLD="$(realpath "$1")"; NEW="$(realpath "$2")"
 RUNS="${3:-7}"; SECS="${4:-30}"; MB="${5:-300}"
-WORK="$(mktemp -d /tmp/devprof-bench-builds.XXXXXX)"
+WORK="${BENCH_WORK:-$(mktemp -d /tmp/devprof-bench-builds.XXXXXX)}"
 paused=""
 cleanup() {
   [ -z "$paused" ] || docker unpause $paused >/dev/null 2>&1 || true
-  rm -rf "$WORK"
+  [ -n "${BENCH_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 

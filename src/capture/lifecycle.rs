@@ -460,3 +460,27 @@ enum Ended<T> {
     Unusable(Stop),
     Interrupted,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a panic during a capture unwound past its clean-up (sysctls, sidecar,
+    /// workdir): the clean-up now runs first, then the panic goes on.
+    #[tokio::test]
+    async fn a_panic_in_a_capture_still_runs_its_clean_up() {
+        let caught = catching(async {
+            if std::hint::black_box(true) {
+                panic!("a parser bug");
+            }
+            Ok::<u32, crate::error::Error>(1)
+        })
+        .await;
+        // Held, not unwound through the caller: its clean-up runs next.
+        assert!(caught.is_err());
+        let resumed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| resume(caught)));
+        let payload = resumed.expect_err("the panic goes on after the clean-up");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"a parser bug"));
+        assert_eq!(resume(catching(async { 7 }).await), 7);
+    }
+}
