@@ -656,7 +656,17 @@ fn captures_leave_no_build_id_cache_in_the_target_container() {
             "--fold",
             "perf-script",
         ],
-        &["offcpu", &node.0, "2", "--mode", "exec"],
+        // Context switches: a duty-cycled hash_chain switches out every period, where
+        // the default config's futex and fsync events may not fire in 2 s.
+        &[
+            "offcpu",
+            &node.0,
+            "2",
+            "--mode",
+            "exec",
+            "--config",
+            "contextswitches",
+        ],
         &["cpu", &node.0, "--mode", "exec", "--", "true"],
     ];
     for args in captures {
