@@ -9,7 +9,7 @@
 # samples with a JIT frame that are named as perf script names them.
 #
 #   scripts/bench-jit.sh [CONTAINER] [SECONDS] [CALL_GRAPH]   (defaults: demo-jvm 10 fp)
-# Needs the devnet (scripts/setup.sh), docker, python3 and target/release/devprof.
+# Needs the devnet (scripts/testbed-up.sh all), docker, python3 and target/release/devprof.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 container="${1:-demo-jvm}"; seconds="${2:-10}"; call_graph="${3:-fp}"

@@ -11,4 +11,4 @@ scripts/testbed-up.sh demo
 ms=$((($(date +%s%N) - DEVPROF_T0_NS) / 1000000))
 echo "demo [+$((ms / 1000)).$((ms % 1000 / 100))s]: devprof cpu demo-seq ${1:-10s}"
 echo
-exec target/release/devprof cpu demo-seq "${1:-10s}"
+exec "${CARGO_TARGET_DIR:-target}/release/devprof" cpu demo-seq "${1:-10s}"

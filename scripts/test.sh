@@ -22,6 +22,14 @@ scripts/setup.sh tests
 say "scripts/testbed-up.sh all (in the background; its lines are prefixed)"
 scripts/testbed-up.sh all > >(sed -u 's/^/  | /') 2>&1 &
 testbed=$!
+# A failed test build or a Ctrl-C before the wait below must not leave the test bed
+# coming up behind the teardown.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+trap 'kill_tree "$testbed"' EXIT
 
 # The demo node and the hostile service are built in release by the test bed (their
 # images run them); their unit tests reuse that build below, the rest compile here once.
@@ -36,6 +44,7 @@ else
 fi
 say "tests compiled; waiting for the test bed"
 wait "$testbed" || { echo "test: error: the test bed did not come up" >&2; exit 1; }
+trap - EXIT
 # The second container endpoint (Podman beside dockerd) for tests/podman.rs.
 scripts/podman-up.sh
 say "running the tests"

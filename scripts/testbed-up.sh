@@ -93,6 +93,9 @@ cleanup() {
   rm -rf "$LOGS"
 }
 trap cleanup EXIT
+# A signal ends the script through its EXIT trap, which stops the jobs.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 job() {
   local name="$1"; shift
   { ( if "$@"; then touch "$LOGS/$name.ok"; else touch "$LOGS/$name.failed"; fi ) 2>&1 \
@@ -126,7 +129,8 @@ docker_build() {
   ctx="$(mktemp -d "$LOGS/ctx.XXXXXX")"
   cp "dockerfiles/$dockerfile" "$ctx/Dockerfile"
   [ "$#" -gt 0 ] && cp "$@" "$ctx/"
-  if ! docker build "${args[@]}" -t "$tag" "$ctx" >"$ctx/build.log" 2>&1; then
+  # The host's network, as the other image scripts: apt reaches its mirror from there.
+  if ! docker build --network host "${args[@]}" -t "$tag" "$ctx" >"$ctx/build.log" 2>&1; then
     tail -n 40 "$ctx/build.log" >&2
     return 1
   fi
@@ -154,6 +158,11 @@ fi
 
 locked=()
 [ -f Cargo.lock ] && locked=(--locked)
+# The demo programs' frame pointers come from .cargo/config.toml, which a RUSTFLAGS in
+# the environment replaces: keep them.
+if [ -n "${RUSTFLAGS:-}" ] && [[ "$RUSTFLAGS" != *force-frame-pointers=yes* ]]; then
+  export RUSTFLAGS="$RUSTFLAGS -C force-frame-pointers=yes"
+fi
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 if [ "$MODE" = demo ]; then
   # The release binary users get (cargo install builds the same) and the demo node.

@@ -211,8 +211,9 @@ fn cpu_command_run_ctrl_c_stops_the_command_and_keeps_the_recording() {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    // Some CPU time of the worker, so that there is something to keep.
-    wait_for_cpu(DEMO_SEQ, "hashwork", 0.5);
+    // Some CPU time of this test's worker (other tests run copies of the same name).
+    let pid = worker.pids().lines().next().unwrap_or_default().to_string();
+    wait_for_cpu(DEMO_SEQ, &pid, 0.5);
     capture.interrupt();
     let out = capture.wait_with_output();
     assert!(

@@ -182,7 +182,8 @@ impl Docker {
             None
         };
         // A client speaking `version` of the API; made again when the engine speaks an
-        // older one than bollard's default.
+        // older one than bollard's default (any scheme bollard only reaches through
+        // connect_with_host stays on the default).
         let speaking = |version: &bollard::ClientVersion| -> Result<bollard::Docker> {
             Ok(if let Some(tls) = endpoint.tls.as_ref() {
                 let paths = tls.paths().map_err(unreachable)?;

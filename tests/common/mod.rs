@@ -412,16 +412,17 @@ pub fn node_cpu_seconds(container: &str) -> f64 {
         .unwrap_or_else(|| panic!("no demo-node process in {container}"))
 }
 
-/// User + system CPU seconds of the first process named `comm` in `container`, or None
-/// while there is none (or the container does not answer).
+/// User + system CPU seconds of the first process named `comm` in `container` (or of the
+/// process whose pid `comm` is), or None while there is none (or the container does not
+/// answer).
 pub fn process_cpu_seconds(container: &str, comm: &str) -> Option<f64> {
     let out = docker(&[
         "exec",
         container,
         "sh",
         "-c",
-        // No pgrep in every image: the first process of that name.
-        "for d in /proc/[0-9]*; do [ \"$(cat $d/comm 2>/dev/null)\" = \"$1\" ] && { cat $d/stat; break; }; done",
+        // No pgrep in every image: the first process of that name, or that pid.
+        "for d in /proc/[0-9]*; do { [ \"${d#/proc/}\" = \"$1\" ] || [ \"$(cat $d/comm 2>/dev/null)\" = \"$1\" ]; } && { cat $d/stat; break; }; done",
         "sh",
         comm,
     ]);
@@ -434,7 +435,7 @@ pub fn process_cpu_seconds(container: &str, comm: &str) -> Option<f64> {
     Some(ticks as f64 / 100.0)
 }
 
-/// Waits until the process named `comm` in `container` has run `cpu_secs` more CPU seconds
+/// Waits until the process named `comm` (or whose pid it is) in `container` has run `cpu_secs` more CPU seconds
 /// than when this was called (from its start, when it did not run yet): a program that
 /// has started its work, or a window that has something of it to keep, however loaded the
 /// machine is. Panics after 90 s.
