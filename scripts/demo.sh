@@ -5,10 +5,10 @@
 # Usage: scripts/demo.sh [DURATION]   (default 10s)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-export DEVPROF_T0_NS="${DEVPROF_T0_NS:-$(date +%s%N)}"
+STEPS_NAME=demo
+. scripts/lib/steps.sh
 scripts/setup.sh demo
 scripts/testbed-up.sh demo
-ms=$((($(date +%s%N) - DEVPROF_T0_NS) / 1000000))
-echo "demo [+$((ms / 1000)).$((ms % 1000 / 100))s]: devprof cpu demo-seq ${1:-10s}"
+say "devprof cpu demo-seq ${1:-10s}"
 echo
 exec "${CARGO_TARGET_DIR:-target}/release/devprof" cpu demo-seq "${1:-10s}"

@@ -11,12 +11,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MODE="${1:-tests}"
 case "$MODE" in demo | tests) ;; *) echo "usage: scripts/setup.sh [demo|tests]" >&2; exit 2 ;; esac
 
-T0_NS="${DEVPROF_T0_NS:-$(date +%s%N)}"
-stamp() {
-  local ms=$((($(date +%s%N) - T0_NS) / 1000000))
-  printf '[+%d.%ds]' $((ms / 1000)) $((ms % 1000 / 100))
-}
-say() { echo "setup $(stamp): $*"; }
+STEPS_NAME=setup
+. scripts/lib/steps.sh
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
 
 missing=()

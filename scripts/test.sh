@@ -8,12 +8,8 @@
 # target/nextest/ci/junit.xml); without it, `cargo test` runs one test binary at a time.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-export DEVPROF_T0_NS="${DEVPROF_T0_NS:-$(date +%s%N)}"
-stamp() {
-  local ms=$((($(date +%s%N) - DEVPROF_T0_NS) / 1000000))
-  printf '[+%d.%ds]' $((ms / 1000)) $((ms % 1000 / 100))
-}
-say() { echo "test $(stamp): $*"; }
+STEPS_NAME=test
+. scripts/lib/steps.sh
 if ! command -v cargo >/dev/null && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
@@ -24,11 +20,6 @@ scripts/testbed-up.sh all > >(sed -u 's/^/  | /') 2>&1 &
 testbed=$!
 # A failed test build or a Ctrl-C before the wait below must not leave the test bed
 # coming up behind the teardown.
-kill_tree() {
-  local child
-  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
-  kill "$1" 2>/dev/null || true
-}
 trap 'kill_tree "$testbed"' EXIT
 
 # The demo node and the hostile service are built in release by the test bed (their

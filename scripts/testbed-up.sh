@@ -26,7 +26,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$(pwd)"
 MODE="${1:-all}"
-T0_NS="${DEVPROF_T0_NS:-$(date +%s%N)}"
+STEPS_NAME=testbed-up
+. scripts/lib/steps.sh
 
 export DEVPROF_DEMO_IMAGE="${DEVPROF_DEMO_IMAGE:-devprof-demo-node:latest}"
 export DEVPROF_DEMO_HOSTILE_IMAGE="${DEVPROF_DEMO_HOSTILE_IMAGE:-devprof-demo-hostile:latest}"
@@ -45,11 +46,6 @@ case "$MODE" in
 esac
 WAIT_SECS="${DEVPROF_TESTBED_WAIT:-60}"
 
-stamp() {
-  local ms=$((($(date +%s%N) - T0_NS) / 1000000))
-  printf '[+%d.%ds]' $((ms / 1000)) $((ms % 1000 / 100))
-}
-say() { echo "testbed-up $(stamp): $*"; }
 die() { echo "testbed-up $(stamp): error: $*" >&2; exit 1; }
 # stamped: each line of the input with the time it was read, so output collected from a
 # background job still tells when each of its steps happened.
@@ -81,12 +77,6 @@ fi
 # log and fails with its end when the job did.
 LOGS="$(mktemp -d /tmp/devprof-testbed.XXXXXX)"
 declare -A JOB=()
-# kill_tree PID: the job and what it started (a docker build, a debootstrap).
-kill_tree() {
-  local child
-  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
-  kill "$1" 2>/dev/null || true
-}
 cleanup() {
   local pid
   for pid in "${JOB[@]}"; do kill_tree "$pid"; done
