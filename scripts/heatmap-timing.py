@@ -30,13 +30,14 @@ WAIT_READY = """new Promise((resolve, reject) => {
   })();
 })"""
 
-# Sets the fragment, waits until the page has drawn that range, then for the next frame.
+# Sets the fragment, waits until the page has drawn a new selection, then for the next frame.
 SELECT = """new Promise((resolve) => {
   const started = performance.now();
+  const before = Number(document.body.dataset.selections || 0);
   location.hash = "#t=%s-%s";
   (function poll() {
-    const drawn = document.querySelector('[data-range="%s-%s"]');
-    if (!drawn) { setTimeout(poll, 1); return; }
+    if (Number(document.body.dataset.selections || 0) <= before) { setTimeout(poll, 1); return; }
+    const drawn = document.getElementById("flame-box");
     requestAnimationFrame(() => resolve({
       selectMs: Number(document.body.dataset.selectMs),
       wallMs: performance.now() - started,
@@ -47,7 +48,7 @@ SELECT = """new Promise((resolve) => {
 
 
 def secs(value):
-    """The page's own spelling of a range bound: two decimals, one trailing zero dropped."""
+    """A range bound in the fragment: two decimals, one trailing zero dropped."""
     text = f"{value:.2f}"
     return text[:-1] if text.endswith("0") else text
 
@@ -69,7 +70,7 @@ def main():
             # Ranges of 2.5 s spread over the capture, each different from the last.
             start = round((seconds - 3) * (i + 1) / (selections + 1), 1)
             a, b = secs(start), secs(start + 2.5)
-            result = chrome.evaluate(SELECT % (a, b, a, b))
+            result = chrome.evaluate(SELECT % (a, b))
             own.append(result["selectMs"])
             wall.append(result["wallMs"])
             print(f"selection {a}-{b} s: page's own {result['selectMs']:.0f} ms, "

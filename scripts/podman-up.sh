@@ -13,7 +13,8 @@
 # firewall rules, nothing that could touch dockerd's networks or ports.
 #
 # Environment: DEVPROF_DEMO_IMAGE (default devprof-demo-node:latest),
-# DEVPROF_PROFILER_IMAGE (default devprof-profiler:latest), DEVPROF_PODMAN_NAMES (the
+# DEVPROF_PROFILER_IMAGE (default devprof-profiler:latest), DEVPROF_BIN (a devprof that
+# trusts the profiler image on Podman's endpoint), DEVPROF_PODMAN_NAMES (the
 # container names, default "pod-demo-seq pod-demo-rpc").
 set -euo pipefail
 
@@ -69,6 +70,13 @@ copy_image() {
 }
 copy_image "$DEMO_IMAGE"
 copy_image "$PROFILER_IMAGE"
+# devprof runs a sidecar only from a profiler image it trusts on that endpoint
+# (docs/security.md): with DEVPROF_BIN (test.sh sets it), the copy is trusted on Podman's.
+if [ -n "${DEVPROF_BIN:-}" ]; then
+  DOCKER_HOST="unix://$SOCKET" "$DEVPROF_BIN" trust "$PROFILER_IMAGE" >/dev/null \
+    || die "devprof trust $PROFILER_IMAGE on Podman failed"
+  say "trusted $PROFILER_IMAGE on unix://$SOCKET"
+fi
 
 # 4. Demo containers: the demo devnet's rights and settings (compose/demo.yml), explicit
 # resource limits (Podman's defaults are refused by this kernel), podman-compose's labels.

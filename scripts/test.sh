@@ -36,6 +36,11 @@ fi
 say "tests compiled; waiting for the test bed"
 wait "$testbed" || { echo "test: error: the test bed did not come up" >&2; exit 1; }
 trap - EXIT
+# devprof runs sidecars only from a profiler image it trusts (docs/security.md); the test
+# bed built this one with docker build, so it is named to devprof here, on each endpoint.
+export DEVPROF_BIN="${CARGO_TARGET_DIR:-target}/debug/devprof"
+PROFILER_IMAGE="${DEVPROF_PROFILER_IMAGE:-devprof-profiler:latest}"
+"$DEVPROF_BIN" trust "$PROFILER_IMAGE"
 # The second container endpoint (Podman beside dockerd) for tests/podman.rs.
 scripts/podman-up.sh
 say "running the tests"

@@ -340,6 +340,19 @@ pub enum Error {
     },
 
     #[error(
+        "container '{container}' would be profiled from a sidecar, but the profiler image {image} (image {id}) is not one devprof \
+         trusts on {endpoint}: a sidecar runs its sh and perf as root with perf's rights beside your container, and an image's \
+         name can be moved to another image by anyone who can build on the engine\n  fix: {fix}"
+    )]
+    ProfilerImageUntrusted {
+        container: String,
+        image: String,
+        id: String,
+        endpoint: String,
+        fix: String,
+    },
+
+    #[error(
         "building {image} failed{}\n  {message}{}",
         .step.as_deref().map(|s| format!(" at {s}")).unwrap_or_default(),
         tail_block(.tail)
@@ -389,7 +402,10 @@ pub enum Error {
         detail: String,
     },
 
-    #[error("interrupted")]
+    /// Ctrl-C before a recording reached the host (or a second Ctrl-C that aborts it):
+    /// what was made for the capture is gone (a recording that is home ends otherwise,
+    /// as `RecordingKept`).
+    #[error("interrupted: nothing was recorded, and nothing was written to the store")]
     Interrupted,
 
     /// A failure a test asked for at one step of the lifecycle (debug builds only,
@@ -446,7 +462,8 @@ impl Error {
             Error::UnknownEvent { .. } | Error::NeedsPerfScript { .. } => exit::USAGE,
             Error::NoEvents { .. }
             | Error::TracefsUnavailable { .. }
-            | Error::ProfilerImageMissing { .. } => exit::PROFILER,
+            | Error::ProfilerImageMissing { .. }
+            | Error::ProfilerImageUntrusted { .. } => exit::PROFILER,
             Error::NoCaptures { .. } => exit::TARGET,
             Error::EmptyProfile { .. } => exit::NO_DATA,
             Error::HostPerfMissing { .. } | Error::HostPerfFailed { .. } => exit::PROFILER,

@@ -55,14 +55,18 @@ fn leave_closed_terminal() {
     }
 }
 
+/// A clone counts on its own: what it hands out is still pending for the original.
+#[derive(Clone)]
 pub struct Interrupts {
     rx: watch::Receiver<u32>,
     seen: u32,
 }
 
 impl Interrupts {
-    /// Takes over SIGINT, SIGTERM and SIGHUP for the rest of the process's life.
-    pub fn install() -> std::io::Result<Self> {
+    /// Takes over SIGINT, SIGTERM and SIGHUP for the rest of the process's life. `say`
+    /// prints what the third interrupt says before it exits (the terminal's one writer,
+    /// `ui::term::eprint_line`, which this layer does not reach).
+    pub fn install(say: fn(&str)) -> std::io::Result<Self> {
         let (tx, rx) = watch::channel(0u32);
         // SAFETY: isatty only asks about descriptors this process owns.
         let on_terminal = unsafe {
@@ -102,12 +106,12 @@ impl Interrupts {
                 tx.send_modify(|n| *n = delivered);
                 if delivered >= EXIT_NOW_AT {
                     // The clean-up the second one started may itself be what hangs.
-                    eprintln!(
+                    say(
                         "devprof: third interrupt: exiting now; a recorder or sidecar may be left behind \
                          (`devprof clean --containers` removes sidecars whose creator is gone)"
                     );
                     if let Some(note) = EXIT_NOTE.lock().ok().and_then(|n| n.clone()) {
-                        eprintln!("devprof: {note}");
+                        say(&format!("devprof: {note}"));
                     }
                     crate::docker::ssh::remove_now();
                     std::process::exit(INTERRUPTED_EXIT);

@@ -85,10 +85,11 @@ fn module_edges() -> BTreeMap<String, BTreeMap<String, String>> {
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
                 // `crate::exit` is error.rs's codes, re-exported at the crate root.
-                // `crate::out!`/`crate::outln!` are ui/output.rs's writers, exported at the root.
+                // `crate::out!`/`crate::outln!` are ui/output.rs's writers, and `crate::say!`,
+                // `crate::note!` and `crate::warn!` ui/term.rs's, exported at the root.
                 let to = match to.as_str() {
                     "exit" => "error".to_string(),
-                    "out" | "outln" => "ui".to_string(),
+                    "out" | "outln" | "say" | "note" | "warn" => "ui".to_string(),
                     _ => to,
                 };
                 if !to.is_empty() && to != from {
@@ -1013,4 +1014,146 @@ fn no_capture_input_lives_in_a_static() {
         found.is_empty(),
         "statics without a reason in STATICS (a capture's input goes in CaptureCtx): {found:#?}"
     );
+}
+
+// ----- the terminal's one writer -----
+
+/// Files outside src/ui/ that still write to the terminal themselves, each with why. The
+/// rest reach it through ui/term.rs (`crate::say!`, `crate::note!`, `crate::warn!`,
+/// `crate::out!`, `ui::term::data`), whose sanitizer escapes every control character but
+/// LF and TAB (finding 4 of the security review). An entry whose file no longer writes is
+/// stale and fails the test: the list only shrinks.
+const OWN_TERMINAL_WRITES: &[(&str, &str)] = &[
+    (
+        "render/mod.rs",
+        "an SVG for a pipe (`render --svg -`), written unchanged like all data; render is ui's \
+         sibling layer, so it cannot reach ui::term::data_writer",
+    ),
+    (
+        "docker/containers.rs",
+        "a removal's warning from below ui's layer (the engine's words about a container devprof \
+         made), passed through text::terminal, the rule ui::term applies",
+    ),
+    (
+        "store/loader.rs",
+        "a warning from below ui's layer, passed through text::terminal, the rule ui::term applies",
+    ),
+    (
+        "cli/dotenv.rs",
+        "a warning and a note about .env from below ui's layer, read before any command runs; \
+         passed through text::terminal (the key names are a cloned repository's text)",
+    ),
+];
+
+/// A file's code without comments and without its inline test module: cut at the
+/// `#[cfg(test)]` that opens a `mod ... {` block (one over `mod tests;` keeps the rest).
+fn code_before_tests(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = (0..lines.len())
+        .find(|&i| {
+            lines[i].trim() == "#[cfg(test)]"
+                && lines.get(i + 1).is_some_and(|next| {
+                    let next = next.trim();
+                    next.starts_with("mod ") && next.ends_with('{')
+                })
+        })
+        .unwrap_or(lines.len());
+    lines[..end]
+        .iter()
+        .map(|l| strip_comment(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Where `code` writes to the terminal without ui/term.rs: the print macros, `dbg!`, and
+/// handles on standard output or error. One entry per line and way.
+fn terminal_writes(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        for (i, _) in line.match_indices("print") {
+            let start = match i.checked_sub(1) {
+                Some(e) if line.as_bytes()[e] == b'e' => e,
+                _ => i,
+            };
+            let part_of_a_name = line[..start]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            let rest = &line[i + "print".len()..];
+            let rest = rest.strip_prefix("ln").unwrap_or(rest);
+            if !part_of_a_name && rest.starts_with('!') {
+                found.push(format!("{}: {}", n + 1, line.trim()));
+            }
+        }
+        let handle = ["stdout()", "stderr()", "dbg!("]
+            .iter()
+            .any(|way| line.contains(way));
+        if handle {
+            found.push(format!("{}: {}", n + 1, line.trim()));
+        }
+    }
+    found.dedup();
+    found
+}
+
+#[test]
+fn only_ui_writes_to_the_terminal() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    files.sort();
+    let (mut found, mut writing) = (Vec::new(), BTreeSet::new());
+    for file in files {
+        let name = file.strip_prefix(src()).unwrap().display().to_string();
+        if name.starts_with("ui/") {
+            continue;
+        }
+        let writes = terminal_writes(&code_before_tests(&std::fs::read_to_string(&file).unwrap()));
+        if writes.is_empty() {
+            continue;
+        }
+        writing.insert(name.clone());
+        if !OWN_TERMINAL_WRITES.iter().any(|(f, _)| *f == name) {
+            found.extend(writes.into_iter().map(|w| format!("{name}:{w}")));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "writes to the terminal outside src/ui/: use crate::say!, crate::note!, crate::warn!, crate::out! \
+         (text for people, through the sanitizer) or ui::term::data (data for pipes), or give the \
+         file a reason in OWN_TERMINAL_WRITES: {found:#?}"
+    );
+    let stale: Vec<&str> = OWN_TERMINAL_WRITES
+        .iter()
+        .map(|(f, _)| *f)
+        .filter(|f| !writing.contains(*f))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "OWN_TERMINAL_WRITES names files that no longer write to the terminal: remove {stale:?}"
+    );
+}
+
+#[test]
+fn the_terminal_check_sees_every_way_and_no_namesake() {
+    for code in [
+        "eprintln!(\"x {y}\");",
+        "    println!();",
+        "print!(\"{out}\")",
+        "x => eprint!(\"{phases}\"),",
+        "let mut out = std::io::stdout().lock();",
+        "let _ = writeln!(io::stderr(), \"x\");",
+        "dbg!(value);",
+    ] {
+        assert_eq!(terminal_writes(code).len(), 1, "{code}");
+    }
+    for code in [
+        "crate::say!(\"x\");",
+        "crate::ui::term::eprint(&phases);",
+        "crate::ui::term::print(&text);",
+        "let footprint!(x);",
+        "blueprint!(x);",
+        "let printed = reprint(x);",
+    ] {
+        assert!(terminal_writes(code).is_empty(), "{code}");
+    }
 }

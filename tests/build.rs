@@ -142,12 +142,17 @@ fn build_tools_adds_perf_to_a_plain_image() {
         "the plain image must not have perf already"
     );
     let dir = workdir();
+    // Its trust list is the test's own (the image goes at the end).
+    let config = workdir();
     devprof(dir.path())
         .args(["build", "tools", &base, "--tag", &tag])
+        .env("XDG_CONFIG_HOME", config.path())
         .timeout(Duration::from_secs(600))
         .assert()
         .success()
         .stdout(predicate::str::contains(format!("built {tag}")))
+        // What devprof builds from the user's own settings, it trusts as a profiler image.
+        .stdout(predicate::str::contains("trusted as a profiler image on"))
         .stdout(predicate::str::contains("✓ perf runs"))
         // Debian's command is a shell: there is no program of the image's own to check.
         .stdout(predicate::str::contains("- no program to check"));
@@ -163,6 +168,14 @@ fn build_tools_adds_perf_to_a_plain_image() {
     ]);
     assert_eq!(label(&tag, "devprof.profiling"), "tools");
     assert_eq!(label(&tag, "devprof.from"), base);
+    let id = docker_ok(&["image", "inspect", "-f", "{{.Id}}", &tag]);
+    devprof(dir.path())
+        .args(["trust", "--list"])
+        .env("XDG_CONFIG_HOME", config.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(&id["sha256:".len()..][..12]))
+        .stdout(predicate::str::contains(&tag));
     // The command of the image it extends is kept.
     assert_eq!(
         docker_ok(&["image", "inspect", "-f", "{{json .Config.Cmd}}", &tag]),

@@ -77,11 +77,9 @@ fn a_real_cpu_capture_exports_to_pprof_speedscope_firefox_and_collapsed() {
         .args(["export", capture_file.to_str().unwrap(), "-f", "firefox"])
         .assert()
         .success();
-    let name = stem.file_name().unwrap().to_string_lossy().to_string();
-    let json: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(cwd.path().join(format!("{name}.firefox.json"))).unwrap(),
-    )
-    .unwrap();
+    // Without -o, beside the capture in the store.
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(with_ext(&stem, "firefox.json")).unwrap()).unwrap();
     assert_eq!(firefox_totals(&json), per_tid);
 
     // collapsed: the folded file itself.

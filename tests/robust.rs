@@ -34,17 +34,6 @@ fn spawn_devprof(cwd: &std::path::Path, args: &[&str]) -> Child {
         .expect("devprof binary")
 }
 
-/// The capture workdirs left in `container`'s /tmp (empty when none).
-fn workdirs_left(container: &str) -> String {
-    docker_ok(&[
-        "exec",
-        container,
-        "sh",
-        "-c",
-        "ls -d /tmp/devprof.* 2>/dev/null || true",
-    ])
-}
-
 /// Waits (bounded) until a `perf record` runs in the container's pid namespace, which
 /// a sidecar shares.
 fn wait_for_perf_record(container: &str) {
@@ -274,7 +263,7 @@ fn a_container_that_may_write_host_sysctls_never_changes_them_unless_allowed() {
     );
     assert!(files_under(cwd.path()).is_empty());
     // The workdir made beside the process's probe, before perf was refused, is gone.
-    let tmp = workdirs_left(&node.0);
+    let tmp = workdirs_in(&node.0);
     assert!(tmp.is_empty(), "temp directory left: {tmp}");
 
     // Allowed: lowered for the capture, and restored when it ends.
@@ -622,7 +611,7 @@ fn ctrl_c_while_folding_leaves_no_perf_script_in_the_target() {
         "perf left running in {}: {left}",
         node.0
     );
-    let tmp = workdirs_left(&node.0);
+    let tmp = workdirs_in(&node.0);
     assert!(tmp.is_empty(), "temp directory left: {tmp}");
     // What was home stays, with a manifest that says the fold was interrupted.
     let manifest = read_manifest(&only_capture(cwd.path(), &node.0, "perf-"));
@@ -667,7 +656,18 @@ fn captures_leave_no_build_id_cache_in_the_target_container() {
             "--config",
             "contextswitches",
         ],
-        &["cpu", &node.0, "--mode", "exec", "--", "true"],
+        // A command that works long enough to be sampled (`true` alone once gave 0 samples
+        // on a loaded machine, which fails the capture).
+        &[
+            "cpu",
+            &node.0,
+            "--mode",
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done",
+        ],
     ];
     for args in captures {
         devprof(cwd.path()).args(args).assert().success();
@@ -905,7 +905,7 @@ fn a_closed_terminal_still_restores_sysctls_and_cleans_up() {
     );
     let left = container_processes(&node.0);
     assert!(perf_records(&left).is_empty(), "perf left running: {left}");
-    let tmp = workdirs_left(&node.0);
+    let tmp = workdirs_in(&node.0);
     assert!(tmp.is_empty(), "temp directory left: {tmp}");
     // The first interrupt keeps what was recorded, as Ctrl-C does.
     let manifest = read_manifest(&only_capture(cwd.path(), &node.0, "perf-"));
@@ -992,7 +992,7 @@ fn a_target_paused_during_an_exec_window_ends_the_capture_and_is_cleaned_once_un
     assert!(!stderr.contains("did not stop when asked"), "{stderr}");
     let left = container_processes(&node.0);
     assert!(perf_records(&left).is_empty(), "perf left running: {left}");
-    let tmp = workdirs_left(&node.0);
+    let tmp = workdirs_in(&node.0);
     assert!(tmp.is_empty(), "temp directory left: {tmp}");
     assert!(
         files_under(cwd.path()).is_empty(),
@@ -1037,7 +1037,7 @@ fn a_target_left_paused_names_what_is_left_and_the_command_that_removes_it() {
     }
     let argv: Vec<&str> = command.split(' ').skip(1).collect();
     docker_ok(&argv);
-    let tmp = workdirs_left(&node.0);
+    let tmp = workdirs_in(&node.0);
     assert!(
         tmp.is_empty(),
         "temp directory left after `{command}`: {tmp}"

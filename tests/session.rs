@@ -179,8 +179,10 @@ fn cpu_heap_and_offcpu_on_one_container_give_three_captures_and_a_verdict() {
     );
     let label = match verdict {
         "cpu-bound" => "CPU-bound",
-        "memory-bound" => "memory-bound",
         "io-bound" => "I/O-bound",
+        "waiting" => "mostly waiting (add --kinds offcpu to see on what)",
+        "waiting-other" => "waiting: mostly other",
+        "waiting-unrecorded" => "mostly waiting (on what: not recorded)",
         other => other,
     };
     assert!(table_line.contains(label), "{table_line}");
@@ -190,6 +192,15 @@ fn cpu_heap_and_offcpu_on_one_container_give_three_captures_and_a_verdict() {
         because.contains(&format!("CPU {:.0}%", cpu * 100.0)),
         "{because}"
     );
+    // Every kind was given: no advice asks for one, and summed off-CPU time says its unit.
+    for kind in ["cpu", "heap", "offcpu"] {
+        let advice = format!("--kinds {kind}");
+        assert!(
+            !because.contains(&advice) && !label.contains(&advice),
+            "{label} — {because}"
+        );
+    }
+    assert!(because.contains("thread-seconds"), "{because}");
     let _ = growth;
 
     // --json gives the same table.
@@ -221,6 +232,80 @@ fn cpu_heap_and_offcpu_on_one_container_give_three_captures_and_a_verdict() {
         "verdict",
     ] {
         assert!(!row[key].is_null(), "{key} in {row}");
+    }
+}
+
+/// The shares a verdict's reason prints (`waits: mostly other (I/O 0%, locks 0%, sleep
+/// 0%, other 100%)`), by what each names.
+fn printed_waits(because: &str) -> Option<Vec<(&'static str, f64)>> {
+    let list = &because[because.find("waits: ")?..];
+    let list = &list[list.find('(')? + 1..list.find(')')?];
+    let share = |name: &str| -> Option<f64> {
+        let at = list.find(&format!("{name} "))? + name.len() + 1;
+        list[at..].split('%').next()?.parse().ok()
+    };
+    Some(vec![
+        ("io-bound", share("I/O")?),
+        ("lock-bound", share("locks")?),
+        ("sleeping", share("sleep")?),
+        ("waiting-other", share("other")?),
+    ])
+}
+
+/// demo-py was called lock-bound beside `locks 0%, other 100%`, and demo-jvm, in a
+/// session run with `--kinds cpu,offcpu`, was told to add --kinds offcpu. Each row's
+/// verdict now names the largest printed share of its off-CPU time, "other" included,
+/// asks for no kind the session was given, and says the off-CPU time is thread-seconds.
+#[test]
+#[ignore = "needs the demo devnet"]
+fn a_sessions_verdicts_agree_with_their_printed_shares_and_given_kinds() {
+    let _serial = one_session_at_a_time();
+    let test = "a_sessions_verdicts_agree_with_their_printed_shares_and_given_kinds";
+    if !demo_container_ready(test, "demo-py") || !demo_container_ready(test, "demo-jvm") {
+        return;
+    }
+    let cwd = workdir();
+    let out = devprof(cwd.path())
+        .args([
+            "profile",
+            "demo-py",
+            "demo-jvm",
+            "3",
+            "--kinds",
+            "cpu,offcpu",
+            "--json",
+        ])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = printed["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{printed}");
+    for row in rows {
+        let bound = row["verdict"]["bound"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{row}"));
+        let because = row["verdict"]["because"].as_str().unwrap();
+        assert!(!because.contains("--kinds offcpu"), "{row}");
+        assert_ne!(bound, "waiting", "asks for --kinds offcpu: {row}");
+        assert!(because.contains("thread-seconds"), "{row}");
+        if let Some(shares) = printed_waits(because) {
+            let largest = shares.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+            if let Some((_, share)) = shares.iter().find(|(b, _)| *b == bound) {
+                assert_eq!(*share, largest, "{bound} is not the largest share: {row}");
+                assert!(*share > 0.0, "{row}");
+            }
+        } else {
+            assert!(
+                !matches!(
+                    bound,
+                    "io-bound" | "lock-bound" | "sleeping" | "waiting-other"
+                ),
+                "{bound} without the shares that name it: {row}"
+            );
+        }
     }
 }
 

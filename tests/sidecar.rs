@@ -32,18 +32,6 @@ fn sidecars_of(container: &str) -> Vec<String> {
     sidecars_of_id(&docker_ok(&["inspect", "-f", "{{.Id}}", container]))
 }
 
-/// The capture workdirs in `container`'s /tmp: one is made while perf is looked for in
-/// the container, and must go when the capture moves to a sidecar or fails.
-fn workdirs_in(container: &str) -> String {
-    docker_ok(&[
-        "exec",
-        container,
-        "sh",
-        "-c",
-        "ls -d /tmp/devprof.* 2>/dev/null; true",
-    ])
-}
-
 fn start_plain(prefix: &str) -> ContainerGuard {
     let name = unique(prefix);
     let guard = run_container(
@@ -126,6 +114,87 @@ fn exec_mode_on_a_container_without_perf_fails_and_writes_nothing() {
     assert!(files_under(cwd.path()).is_empty());
     assert!(sidecars_of(&plain.0).is_empty());
     assert_eq!(workdirs_in(&plain.0), "", "a workdir left in the target");
+}
+
+/// Regression (security finding 1 of round two): the profiler image was trusted by its tag,
+/// which anything that can build on the engine may move (a `.env`'s DEVPROF_BUILD_TAG, a
+/// compose file's `image:` with `build:`). Trust is by image ID: once the trusted tag is
+/// moved to another working image (the profiler image plus one file), a sidecar capture
+/// refuses it with the command that trusts it, starts nothing and writes nothing; trusted
+/// again, it runs.
+#[test]
+#[ignore = "needs the demo devnet"]
+fn a_sidecar_refuses_a_profiler_tag_moved_to_an_image_devprof_does_not_trust() {
+    if !devnet_ready("a_sidecar_refuses_a_profiler_tag_moved_to_an_image_devprof_does_not_trust") {
+        return;
+    }
+    let profiler = std::env::var("DEVPROF_PROFILER_IMAGE")
+        .unwrap_or_else(|_| "devprof-profiler:latest".to_string());
+    let tag = format!("devprof-test-trust:{}", std::process::id());
+    docker_ok(&["tag", &profiler, &tag]);
+    let _tag = ImageGuard(tag.clone());
+    let plain = start_plain("devprof-test-trust");
+    // A trust list of this test's own: the user's is not touched.
+    let config = workdir();
+    let with_list = |cmd: &mut assert_cmd::Command| {
+        cmd.env("XDG_CONFIG_HOME", config.path());
+    };
+    let cwd = workdir();
+    let capture = |cwd: &std::path::Path| {
+        let mut cmd = devprof(cwd);
+        with_list(&mut cmd);
+        cmd.args([
+            "cpu",
+            &plain.0,
+            "2",
+            "--mode",
+            "sidecar",
+            "--profiler-image",
+            &tag,
+        ]);
+        cmd
+    };
+    // Not yet trusted: refused, with both fixes.
+    capture(cwd.path())
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("is not one devprof trusts"))
+        .stderr(predicate::str::contains(format!("devprof trust {tag}")));
+    let mut trust = devprof(cwd.path());
+    with_list(&mut trust);
+    trust
+        .args(["trust", &tag])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("trusted on unix://"));
+    capture(cwd.path()).assert().success();
+
+    // The tag moved to another image that works just as well.
+    let _moved = build_image_from_text(
+        &tag,
+        &format!("FROM {profiler}\nRUN echo planted > /planted\n"),
+    );
+    let moved = workdir();
+    capture(moved.path())
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("is not one devprof trusts"))
+        .stderr(predicate::str::contains(format!("devprof trust {tag}")));
+    assert!(files_under(moved.path()).is_empty());
+    assert!(sidecars_of(&plain.0).is_empty());
+    assert_eq!(workdirs_in(&plain.0), "", "a workdir left in the target");
+
+    // Trusted by name once more, it is run.
+    let mut trust = devprof(cwd.path());
+    with_list(&mut trust);
+    trust.args(["trust", &tag]).assert().success();
+    capture(moved.path()).assert().success();
+    let mut list = devprof(cwd.path());
+    with_list(&mut list);
+    list.args(["trust", "--list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(&tag));
 }
 
 #[test]

@@ -922,3 +922,546 @@ fn top_of_a_heap_capture_counts_bytes_not_samples() {
         );
     }
 }
+
+/// The threads of the demo node (the root frame of its stacks): thread names, which a
+/// ranking of functions must never list.
+const DEMO_THREADS: [&str; 6] = [
+    "alloc_blocks",
+    "contend_lock",
+    "hash_chain",
+    "mmap_reads",
+    "state_lookup",
+    "sync_writes",
+];
+
+/// A store as `devprof profile demo-seq --kinds cpu,offcpu` leaves it, from real captures
+/// of the demo node: its cpu capture (tests/data/cpu-demo-seq.folded) and, a few seconds
+/// newer as in a real session (the off-CPU summary takes longer), its off-CPU capture,
+/// whose event counts are folded by devprof's own aggregator from a real recording
+/// (tests/data/perf-script-contextswitches.txt), `EVENT;THREAD;frames`; both listed by one
+/// session manifest.
+struct Mixed {
+    cwd: tempfile::TempDir,
+    cpu: String,
+    offcpu: String,
+    session: String,
+}
+
+fn write_capture(
+    cwd: &Path,
+    prefix: &str,
+    kind: &str,
+    created: chrono::DateTime<Local>,
+    folded: &str,
+    unit: &str,
+    session: &str,
+) -> String {
+    let dir = cwd.join("profiling").join(DEMO_SEQ);
+    let stem = Stem::reserve(&dir, prefix, created).unwrap();
+    fs::write(stem.path("folded"), folded).unwrap();
+    let mut manifest = Manifest {
+        devprof_version: "0.1.0".into(),
+        kind: kind.into(),
+        created: created.to_rfc3339(),
+        target: DEMO_SEQ.into(),
+        events: if kind == "offcpu" {
+            vec![
+                "sched:sched_switch".into(),
+                "syscalls:sys_enter_futex".into(),
+                "syscalls:sys_exit_futex".into(),
+                "syscalls:sys_enter_fdatasync".into(),
+            ]
+        } else {
+            vec!["cpu-clock".into()]
+        },
+        duration_requested_s: 4.0,
+        duration_recorded_s: 4.0,
+        session: Some(format!("{session}.json")),
+        sample_count: folded
+            .lines()
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+            .sum(),
+        files: vec![FileRecord {
+            name: stem.file_name("folded"),
+            bytes: folded.len() as u64,
+        }],
+        graphs: vec![devprof::store::GraphRecord {
+            svg: stem.file_name("svg"),
+            folded: stem.file_name("folded"),
+            view: "unfiltered".into(),
+            unit: unit.into(),
+        }],
+        ..Default::default()
+    };
+    manifest.container.name = DEMO_SEQ.into();
+    manifest.write(&stem).unwrap();
+    stem.name().to_string()
+}
+
+fn mixed_session() -> Mixed {
+    use devprof::profile::offcpu::script::for_each_record;
+    use devprof::profile::offcpu::summary::{Aggregator, Mode};
+    let cwd = workdir();
+    let mut aggregator = Aggregator::new(Mode::Full);
+    for_each_record(
+        include_str!("data/perf-script-contextswitches.txt").as_bytes(),
+        |r| aggregator.add(r),
+    )
+    .unwrap();
+    let mut events = Vec::new();
+    aggregator
+        .finish(0.1, None)
+        .events_folded
+        .write_to(&mut events)
+        .unwrap();
+    let events = String::from_utf8(events).unwrap();
+    assert!(events.starts_with("sched:sched_switch;"), "{events}");
+    // The cpu capture 3 min 16 s old: `3 min ago`.
+    let started = Local::now() - Days::seconds(200);
+    let session = format!("session-{}", started.format("%Y%m%d-%H%M%S"));
+    let cpu = write_capture(
+        cwd.path(),
+        "perf",
+        "cpu",
+        started + Days::seconds(4),
+        DEMO_SEQ_FOLDED,
+        "samples",
+        &session,
+    );
+    let offcpu = write_capture(
+        cwd.path(),
+        "offcpu",
+        "offcpu",
+        started + Days::seconds(6),
+        &events,
+        "events",
+        &session,
+    );
+    use devprof::store::session::{SessionCapture, SessionRecord, SESSIONS_DIR};
+    let capture = |kind: &str, stem: &str| SessionCapture {
+        container: DEMO_SEQ.into(),
+        kind: kind.into(),
+        manifest: Some(format!("{DEMO_SEQ}/{stem}.json")),
+        window_started_at: None,
+        window_stopped_at: None,
+        error: None,
+    };
+    let record = SessionRecord {
+        devprof_version: "0.1.0".into(),
+        kind: "session".into(),
+        created: (started + Days::seconds(6)).to_rfc3339(),
+        targets: "named".into(),
+        kinds: vec!["cpu".into(), "offcpu:contextswitches".into()],
+        duration_requested_s: 4.0,
+        started_at: started.to_rfc3339(),
+        interrupted: false,
+        rows: Vec::new(),
+        captures: vec![capture("cpu", &cpu), capture("offcpu", &offcpu)],
+        thresholds: String::new(),
+        alignment: None,
+        endpoints: Vec::new(),
+    };
+    let dir = cwd.path().join("profiling").join(SESSIONS_DIR);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join(format!("{session}.json")),
+        serde_json::to_string_pretty(&record).unwrap(),
+    )
+    .unwrap();
+    Mixed {
+        cwd,
+        cpu,
+        offcpu,
+        session,
+    }
+}
+
+fn stdout_of(out: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+}
+
+fn stderr_of(out: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+}
+
+/// The function names of `top --json`'s self and inclusive rankings.
+fn ranked_names(top: &serde_json::Value) -> Vec<String> {
+    ["self", "inclusive"]
+        .iter()
+        .flat_map(|table| top[table].as_array().unwrap().iter())
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Regression: after `profile --kinds cpu,offcpu`, `top demo-seq` read the newest capture
+/// of any kind, the off-CPU one (`__schedule` at 81.55% of "samples"), and ranked its
+/// thread names as functions (`mmap_reads` beside `demo_node::workloads::mmap_reads`): the
+/// off-CPU event stacks are rooted at the event, the thread name below it.
+#[test]
+fn top_of_a_target_after_a_cpu_and_offcpu_session_reads_the_cpu_capture_and_says_so() {
+    let m = mixed_session();
+    let out = devprof(m.cwd.path())
+        .args(["top", DEMO_SEQ, "-n", "15", "--json"])
+        .assert()
+        .success();
+    let top: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(top["capture"], m.cpu.as_str(), "{top}");
+    assert_eq!(top["kind"], "cpu");
+    assert_eq!(top["unit"], "samples");
+    let said = stderr_of(&out);
+    assert!(
+        said.contains(&format!(
+            "top: {DEMO_SEQ}'s newest cpu capture, {} (3 min ago)",
+            m.cpu
+        )),
+        "{said}"
+    );
+    assert!(
+        !ranked_names(&top).iter().any(|n| n == "__schedule"),
+        "{top}"
+    );
+
+    // The off-CPU capture when asked for, by kind, by stem or by a file of it: its thread
+    // names are roots, not functions.
+    let offcpu_file = format!("profiling/{DEMO_SEQ}/{}.folded", m.offcpu);
+    let qualified = format!("{DEMO_SEQ}/{}", m.offcpu);
+    for args in [
+        vec!["top", DEMO_SEQ, "--kind", "offcpu"],
+        vec!["top", m.offcpu.as_str()],
+        vec!["top", qualified.as_str()],
+        vec!["top", offcpu_file.as_str()],
+    ] {
+        let out = devprof(m.cwd.path())
+            .args(&args)
+            .args(["-n", "100", "--json"])
+            .assert()
+            .success();
+        let top: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        assert_eq!(top["capture"], m.offcpu.as_str(), "{args:?}: {top}");
+        assert_eq!(top["unit"], "events", "{args:?}");
+        let names = ranked_names(&top);
+        assert!(names.iter().any(|n| n.contains("__schedule")), "{names:?}");
+        for thread in DEMO_THREADS {
+            assert!(
+                !names.iter().any(|n| n == thread),
+                "{args:?}: the thread name {thread} is ranked as a function: {names:?}"
+            );
+        }
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.starts_with("sched:") || n.starts_with("syscalls:")),
+            "{args:?}: an event is ranked as a function: {names:?}"
+        );
+    }
+    // The session stands for its capture of the kind asked for.
+    let out = devprof(m.cwd.path())
+        .args(["top", &m.session, "--json"])
+        .assert()
+        .success();
+    let top: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(top["capture"], m.cpu.as_str());
+    // A capture named with another kind is a usage error.
+    devprof(m.cwd.path())
+        .args(["top", &m.cpu, "--kind", "offcpu"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is a cpu capture, not offcpu"));
+}
+
+/// Regression: `export perf-…` was refused (`no captures of 'perf-…'`) while `view
+/// perf-…` opened it; `export demo-seq --format firefox` exported the off-CPU capture, into
+/// the current directory.
+#[test]
+fn export_by_stem_and_by_target_takes_the_cpu_capture_and_writes_beside_it() {
+    let m = mixed_session();
+    let dir = m.cwd.path().join("profiling").join(DEMO_SEQ);
+    let out = devprof(m.cwd.path())
+        .args(["export", &m.cpu, "-f", "collapsed"])
+        .assert()
+        .success();
+    let written = dir.join(format!("{}.collapsed", m.cpu));
+    assert_eq!(fs::read_to_string(&written).unwrap(), {
+        let mut text = String::new();
+        let folded = devprof::profile::folded::Folded::from_folded_text(DEMO_SEQ_FOLDED);
+        for line in folded.lines() {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    });
+    assert!(
+        stderr_of(&out).contains(&format!("wrote profiling/{DEMO_SEQ}/{}.collapsed", m.cpu)),
+        "{}",
+        stderr_of(&out)
+    );
+    // Listed in the capture's manifest: clean removes it with the capture.
+    let manifest = fs::read_to_string(dir.join(format!("{}.json", m.cpu))).unwrap();
+    assert!(
+        manifest.contains(&format!("{}.collapsed", m.cpu)),
+        "{manifest}"
+    );
+
+    let out = devprof(m.cwd.path())
+        .args(["export", DEMO_SEQ, "-f", "firefox"])
+        .assert()
+        .success();
+    assert!(
+        stderr_of(&out).contains(&format!(
+            "export: {DEMO_SEQ}'s newest cpu capture, {}",
+            m.cpu
+        )),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(dir.join(format!("{}.firefox.json", m.cpu)).is_file());
+    assert!(!dir.join(format!("{}.firefox.json", m.offcpu)).exists());
+    assert_eq!(
+        fs::read_dir(m.cwd.path()).unwrap().count(),
+        1,
+        "only profiling/ in the current directory"
+    );
+    // pprof beside the capture never takes the name of a Go capture's own profile.
+    devprof(m.cwd.path())
+        .args(["export", &m.offcpu, "-f", "pprof"])
+        .assert()
+        .success();
+    assert!(dir.join(format!("{}.pprof.pb.gz", m.offcpu)).is_file());
+    // The export is not a capture.
+    let ls = devprof(m.cwd.path())
+        .args(["ls", "--json"])
+        .assert()
+        .success();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&ls.get_output().stdout).unwrap();
+    assert_eq!(rows.len(), 2);
+}
+
+/// Regression: the README's `devprof diff before.folded demo-seq` compared CPU samples with
+/// off-CPU event counts (`+81.48 __schedule`) without a word.
+#[test]
+fn diff_of_cpu_samples_against_off_cpu_events_is_refused_unless_mixed() {
+    let m = mixed_session();
+    let before = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cpu-demo-shifted.folded");
+    let out = devprof(m.cwd.path())
+        .arg("diff")
+        .arg(&before)
+        .args([DEMO_SEQ, "--json"])
+        .assert()
+        .success();
+    let diff: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(diff["after"]["capture"], m.cpu.as_str(), "{diff}");
+    assert_eq!(diff["after"]["unit"], "samples");
+    assert!(
+        stderr_of(&out).contains(&format!(
+            "diff: AFTER is {DEMO_SEQ}'s newest cpu capture, {}",
+            m.cpu
+        )),
+        "{}",
+        stderr_of(&out)
+    );
+    // The image goes beside AFTER's capture, and the output says where.
+    let image = format!("profiling/{DEMO_SEQ}/diff-cpu-demo-shifted-{}.svg", m.cpu);
+    assert_eq!(diff["flamegraph"], image.as_str());
+    assert!(m.cwd.path().join(&image).is_file());
+
+    let out = devprof(m.cwd.path())
+        .args(["diff", &m.cpu, &m.offcpu])
+        .assert()
+        .code(2);
+    let said = stderr_of(&out);
+    assert!(
+        said.contains("counts CPU samples") && said.contains("counts off-CPU events"),
+        "{said}"
+    );
+    assert!(said.contains("--mixed"), "{said}");
+    // Told, it compares and says what it compares.
+    let out = devprof(m.cwd.path())
+        .args(["diff", &m.cpu, &m.offcpu, "--mixed", "-o", "mixed.svg"])
+        .assert()
+        .success();
+    assert!(
+        stderr_of(&out).contains("compared anyway (--mixed)"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(m.cwd.path().join("mixed.svg").is_file());
+    // A target beside an off-CPU capture: its newest off-CPU capture, so no mixing.
+    let out = devprof(m.cwd.path())
+        .args(["diff", &m.offcpu, DEMO_SEQ, "--json", "-o", "-"])
+        .assert()
+        .success();
+    assert!(
+        stderr_of(&out).contains(&format!("newest offcpu capture, {}", m.offcpu)),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+/// Regression: `top`, `diff` and `export` ignored DEVPROF_TARGET, which `cpu` honours.
+#[test]
+fn devprof_target_serves_top_diff_and_export_when_no_target_is_given() {
+    let m = mixed_session();
+    let out = devprof(m.cwd.path())
+        .env("DEVPROF_TARGET", DEMO_SEQ)
+        .args(["top", "--json"])
+        .assert()
+        .success();
+    let top: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(top["capture"], m.cpu.as_str());
+    let out = devprof(m.cwd.path())
+        .env("DEVPROF_TARGET", DEMO_SEQ)
+        .args(["export", "-f", "collapsed", "-o", "-"])
+        .assert()
+        .success();
+    assert!(stdout_of(&out).contains("demo_node::workloads::hash_chain"));
+    let before = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cpu-demo-shifted.folded");
+    let out = devprof(m.cwd.path())
+        .env("DEVPROF_TARGET", DEMO_SEQ)
+        .arg("diff")
+        .arg(&before)
+        .args(["--json", "-o", "d.svg"])
+        .assert()
+        .success();
+    let diff: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(diff["after"]["capture"], m.cpu.as_str());
+    // An argument wins over the environment.
+    let out = devprof(m.cwd.path())
+        .env("DEVPROF_TARGET", "no-such")
+        .args(["top", DEMO_SEQ, "--json"])
+        .assert()
+        .success();
+    let top: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(top["capture"], m.cpu.as_str());
+}
+
+/// Regression: the error for an unknown name listed `sessions` among the containers with
+/// captures.
+#[test]
+fn an_unknown_reference_lists_the_containers_with_captures_and_not_sessions() {
+    let m = mixed_session();
+    for command in [
+        vec!["top", "no-such"],
+        vec!["export", "no-such", "-f", "pprof"],
+        vec!["ls", "sessions"],
+    ] {
+        let out = devprof(m.cwd.path()).args(&command).assert().code(4);
+        let said = stderr_of(&out);
+        assert!(
+            said.contains(&format!("- {DEMO_SEQ}")),
+            "{command:?}: {said}"
+        );
+        assert!(!said.contains("- sessions"), "{command:?}: {said}");
+    }
+    devprof(m.cwd.path())
+        .args(["top", "perf-20000101-000000"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains(
+            "no captures of 'perf-20000101-000000'",
+        ));
+}
+
+#[test]
+fn ls_says_which_session_and_set_each_capture_belongs_to() {
+    let m = mixed_session();
+    let out = devprof(m.cwd.path()).args(["ls"]).assert().success();
+    let text = stdout_of(&out);
+    assert!(text.lines().next().unwrap().contains("PART OF"), "{text}");
+    for stem in [&m.cpu, &m.offcpu] {
+        let line = text.lines().find(|l| l.contains(stem.as_str())).unwrap();
+        assert!(line.trim_end().ends_with(&m.session), "{line}");
+    }
+    let out = devprof(m.cwd.path())
+        .args(["ls", "--json"])
+        .assert()
+        .success();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(
+        rows.iter().all(|r| r["session"] == m.session.as_str()),
+        "{rows:?}"
+    );
+    assert!(rows.iter().all(|r| r["set_windows"].is_null()));
+    // A session's name lists its captures; a capture's name, that capture.
+    let out = devprof(m.cwd.path())
+        .args(["ls", &m.session, "--json"])
+        .assert()
+        .success();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(rows.len(), 2);
+    let out = devprof(m.cwd.path())
+        .args(["ls", &m.offcpu, "--json"])
+        .assert()
+        .success();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["capture"], m.offcpu.as_str());
+}
+
+/// The same lookups on a store a real session wrote: `devprof profile demo-seq 4 --kinds
+/// cpu,offcpu` (one session, reused by every assertion).
+#[test]
+#[ignore = "needs the demo devnet"]
+fn after_a_real_cpu_and_offcpu_session_every_store_command_reads_the_cpu_capture() {
+    if !devnet_ready(
+        "after_a_real_cpu_and_offcpu_session_every_store_command_reads_the_cpu_capture",
+    ) {
+        return;
+    }
+    let cwd = workdir();
+    devprof(cwd.path())
+        .args(["profile", DEMO_SEQ, "4", "--kinds", "cpu,offcpu"])
+        .assert()
+        .success();
+    let cpu = only_capture(cwd.path(), DEMO_SEQ, "perf-");
+    let offcpu = only_capture(cwd.path(), DEMO_SEQ, "offcpu-");
+    let name = |stem: &PathBuf| stem.file_name().unwrap().to_string_lossy().into_owned();
+    let (cpu, offcpu) = (name(&cpu), name(&offcpu));
+
+    let out = devprof(cwd.path())
+        .env("DEVPROF_TARGET", DEMO_SEQ)
+        .args(["top", "-n", "15", "--json"])
+        .assert()
+        .success();
+    let top: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(top["capture"], cpu.as_str(), "{top}");
+    assert!(
+        stderr_of(&out).contains(&format!("top: {DEMO_SEQ}'s newest cpu capture, {cpu}")),
+        "{}",
+        stderr_of(&out)
+    );
+    let out = devprof(cwd.path())
+        .args(["top", DEMO_SEQ, "--kind", "offcpu", "-n", "200", "--json"])
+        .assert()
+        .success();
+    let top: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(top["capture"], offcpu.as_str());
+    let names = ranked_names(&top);
+    for thread in DEMO_THREADS {
+        assert!(
+            !names.iter().any(|n| n == thread),
+            "{thread} ranked: {names:?}"
+        );
+    }
+    devprof(cwd.path())
+        .args(["diff", &cpu, &offcpu])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--mixed"));
+    devprof(cwd.path())
+        .args(["export", &offcpu, "-f", "collapsed"])
+        .assert()
+        .success();
+    assert!(cwd
+        .path()
+        .join(format!("profiling/{DEMO_SEQ}/{offcpu}.collapsed"))
+        .is_file());
+    let ls = devprof(cwd.path())
+        .args(["ls", DEMO_SEQ])
+        .assert()
+        .success();
+    let session = stdout_of(&ls);
+    assert!(
+        session.lines().filter(|l| l.contains("session-")).count() == 2,
+        "{session}"
+    );
+}

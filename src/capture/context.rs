@@ -25,6 +25,40 @@ pub struct CaptureCtx {
     /// A failure injected at one step of the lifecycle (debug builds, for the tests that
     /// prove each step leaves the container clean).
     pub fault: Option<Step>,
+    /// A point of the set-up to pause at (debug builds, for the tests that stop the target
+    /// or press Ctrl-C at each point).
+    pub pause: Option<String>,
+}
+
+/// The points of a capture's set-up a test may pause at (`DEVPROF_TEST_PAUSE=<point>`):
+/// in a sidecar, after it is created, started, its first exec (the probe), the process
+/// chosen, the engine checked; in the target itself, after the probe, the process chosen,
+/// the engine checked.
+pub const PAUSE_POINTS: [&str; 8] = [
+    "sidecar:created",
+    "sidecar:started",
+    "sidecar:probed",
+    "sidecar:process",
+    "sidecar:engine",
+    "exec:probed",
+    "exec:process",
+    "exec:engine",
+];
+
+/// The variable a test sets to pause at one point of the set-up.
+pub const PAUSE_VARIABLE: &str = "DEVPROF_TEST_PAUSE";
+
+/// How long a pause lasts (a Ctrl-C ends it sooner): long enough for a test to act.
+const PAUSE: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// The point `DEVPROF_TEST_PAUSE` names, in a debug build; None otherwise.
+fn pause_from_environment() -> Option<String> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    std::env::var(PAUSE_VARIABLE)
+        .ok()
+        .filter(|p| PAUSE_POINTS.contains(&p.trim()))
 }
 
 /// The steps of a capture's lifecycle, in order (`capture::lifecycle`).
@@ -85,6 +119,21 @@ impl CaptureCtx {
             report,
             interrupts,
             fault: fault_from_environment(),
+            pause: pause_from_environment(),
+        }
+    }
+
+    /// Pauses here when a test asked for this point: says so on stderr, then waits a few
+    /// seconds or until Ctrl-C (which the next check then sees).
+    pub async fn pause_point(&self, point: &'static str) {
+        if self.pause.as_deref() != Some(point) {
+            return;
+        }
+        crate::say!("devprof-test: paused at {point}");
+        let mut interrupts = self.interrupts.clone();
+        tokio::select! {
+            _ = tokio::time::sleep(PAUSE) => {}
+            _ = interrupts.next() => {}
         }
     }
 

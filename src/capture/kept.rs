@@ -7,7 +7,7 @@
 use crate::error::Error;
 use crate::settings::CallGraph;
 use crate::store::{Manifest, Stem, ARTIFACT_EXTENSIONS};
-use crate::text::{first_line, shell_word};
+use crate::text::{first_line, printable, shell_word};
 use std::path::PathBuf;
 
 /// How a kept recording is analysed again, by the commands devprof offers.
@@ -150,7 +150,7 @@ pub fn keep(stem: &Stem, mut manifest: Manifest, failure: Error, again: &Again) 
     let hint = again.hint();
     manifest.notes.push(format!(
         "the analysis failed ({}); the recording is kept: re-analyse it with `{command}`{hint}",
-        first_line(&failure.to_string())
+        printable(first_line(&failure.to_string()))
     ));
     manifest.files.clear();
     again.record_files(stem, &mut manifest);

@@ -8,7 +8,7 @@
 
 use super::context::{CaptureCtx, Step};
 use super::kept::{self, Again};
-use super::liveness::{Stop, Watch};
+use super::liveness::{set_up, Stop, Watch};
 use super::target::{locate, Located, Target, TargetSpec};
 use super::window::{record, Recording, Window};
 use super::workdir::Workdir;
@@ -189,8 +189,35 @@ pub async fn run_located<R: Recipe>(
     ctx: &mut CaptureCtx,
 ) -> Result<Captured> {
     ctx.report.mark("target found");
+    ctx.report.step(&format!(
+        "{}: process {} found ({})",
+        located.container.name,
+        located.process.pid,
+        crate::text::truncate(&located.process.cmdline, 60)
+    ));
     let located = still_wanted(located, ctx).await?;
-    let mut target = recipe.place(located, ctx).await?;
+    // Placing runs in the container or a sidecar sharing its pids: raced against the
+    // target stopping, which is then reported as such, with no sidecar left.
+    let watch = Watch::over_container(&located.container, &located.shell);
+    let (docker, target_id) = (located.docker.clone(), located.container.id.clone());
+    let mut target = match set_up(&watch, recipe.place(located, ctx)).await {
+        Ok(target) => {
+            ctx.report.step(&match &target.sidecar {
+                Some(sidecar) => format!(
+                    "{}: profiling from a sidecar beside it ({})",
+                    target.container.name, sidecar.privileges
+                ),
+                None => format!("{}: profiling inside the container", target.container.name),
+            });
+            target
+        }
+        Err(e) => {
+            if matches!(e, Error::TargetStopped { .. }) {
+                docker.remove_own_sidecars_of(&target_id).await;
+            }
+            return Err(e);
+        }
+    };
     // Boxed: a capture's future is large, and a session polls several side by side on one
     // thread's stack.
     let result = catching(Box::pin(placed(&mut recipe, &mut target, ctx))).await;
@@ -440,8 +467,18 @@ impl<'a, R> Run<'a, R> {
             text,
             ..
         } = written;
-        let mut files = listed;
-        files.extend(manifest.record_stem_files(&self.stem, &extensions));
+        manifest.record_stem_files(&self.stem, &extensions);
+        // Every file the manifest lists (the markers the window wrote too), then itself.
+        let mut files: Vec<(PathBuf, u64)> = manifest
+            .files
+            .iter()
+            .map(|f| (self.stem.dir().join(&f.name), f.bytes))
+            .collect();
+        for (path, bytes) in listed {
+            if !files.iter().any(|(p, _)| *p == path) {
+                files.push((path, bytes));
+            }
+        }
         let manifest_path = manifest.write(&self.stem)?;
         files.push((manifest_path.clone(), store::file_size(&manifest_path)));
         Ok(Captured {

@@ -70,6 +70,17 @@ impl Watch {
         }
     }
 
+    /// A watch over the container alone, for the set-up, before a process is chosen.
+    pub fn over_container(container: &ContainerInfo, shell: &Shell) -> Self {
+        Watch::new(container, shell, 0, false)
+    }
+
+    /// Waits until the container stops or is removed (a pause does not count: a set-up
+    /// step's own deadline bounds it).
+    pub async fn until_container_gone(&self, started: Instant) -> Stop {
+        self.until_container_stops(started, false).await
+    }
+
     pub fn pid(&self) -> u32 {
         self.pid
     }
@@ -284,6 +295,23 @@ impl Watch {
             Stop::Paused { at } => self.paused_error(at, step),
             Stop::Process { .. } => Error::Interrupted,
         }
+    }
+}
+
+/// Longest a capture's set-up may take (finding the process, a sidecar started and its
+/// rights climbed, the engine checked): each step is short; this bounds an engine or an
+/// exec that stops answering.
+pub const SET_UP_LIMIT: Duration = Duration::from_secs(180);
+
+/// Runs a step of the set-up raced against the target container stopping (an exec into a
+/// container that went away, or into a sidecar the engine removed with it, may never
+/// end), under `SET_UP_LIMIT`. A stop is reported as the target stopping, by its name.
+pub async fn set_up<T>(watch: &Watch, work: impl Future<Output = Result<T>>) -> Result<T> {
+    let started = Instant::now();
+    let name = watch.container().name.clone();
+    tokio::select! {
+        result = within(SET_UP_LIMIT, &name, "set-up", work) => result,
+        stop = watch.until_container_gone(started) => Err(watch.stop_error(stop, "set-up")),
     }
 }
 

@@ -8,13 +8,16 @@
 //! the same rules without carrying them.
 //!
 //! Lines are data: bounded in length (`docker::logs`), cleaned and matched only
-//! (`profile::markers::rules`), bounded in count (`MAX_MARKERS`).
+//! (`profile::markers::rules`), bounded in count (`MAX_MARKERS`) and in the bytes of their
+//! text (`MAX_MARKER_BYTES`).
 
 use crate::docker::logs::{LogEvent, LogLine};
 use crate::docker::target::ContainerInfo;
 use crate::docker::Docker;
 use crate::profile::markers::rules::{clean_line, Matcher, Rule};
-use crate::profile::markers::{Header, MarkPlan, Marker, Markers, RuleRecord, MAX_MARKERS};
+use crate::profile::markers::{
+    Budget, Header, MarkPlan, Marker, Markers, RuleRecord, MAX_MARKERS, MAX_MARKER_BYTES,
+};
 use crate::store::Stem;
 use chrono::{DateTime, Local};
 use std::time::Duration;
@@ -62,6 +65,8 @@ impl Drop for Follower {
 #[derive(Default)]
 struct Collected {
     markers: Vec<Marker>,
+    /// What the markers kept so far hold, against the count and byte caps.
+    budget: Budget,
     times: Vec<i64>,
     uncounted: u64,
     cut: u64,
@@ -259,7 +264,7 @@ fn take(got: &mut Collected, matcher: &Matcher, line: LogLine) {
         got.cut += 1;
     }
     if let Some(marker) = matcher.marker(line.time_ns, &text) {
-        if got.markers.len() < MAX_MARKERS {
+        if got.budget.admit(&marker) {
             got.markers.push(marker);
         } else {
             got.dropped += 1;
@@ -313,8 +318,9 @@ impl Follower {
         }
         if got.dropped > 0 {
             notes.push(format!(
-                "{} more markers than the {MAX_MARKERS} kept; narrow the rules",
-                got.dropped
+                "{} more markers than the {MAX_MARKERS} (or {} MiB of their text) kept; narrow the rules",
+                got.dropped,
+                MAX_MARKER_BYTES >> 20
             ));
         }
         let mut sets: Vec<String> = Vec::new();

@@ -30,8 +30,8 @@ pub async fn chain(
         Err(e) if e.engine_unavailable() && then.is_some() => {
             let then = then.expect("a next engine");
             let next = then.engine?;
-            eprintln!(
-                "note: {}; recording with {} instead: {}",
+            crate::note!(
+                "{}; recording with {} instead: {}",
                 first_line(&e.to_string()),
                 next.name(),
                 then.because
@@ -55,7 +55,7 @@ pub async fn engine<E: Engine>(
 ) -> Result<Target<E::Ready>> {
     if engine.reach() == Reach::Network {
         located.release_ahead().await;
-        return sidecar::start_on_network(engine, located, placement).await;
+        return sidecar::start_on_network(engine, located, placement, ctx).await;
     }
     if placement.mode != CaptureMode::Sidecar {
         located = match in_container(engine, located, placement, ctx).await {
@@ -69,7 +69,7 @@ pub async fn engine<E: Engine>(
     }
     // Nothing of the container's own shell is used from a sidecar.
     located.release_ahead().await;
-    match sidecar::start(engine, &located, placement, needs_tracefs).await {
+    match sidecar::start(engine, &located, placement, needs_tracefs, ctx).await {
         Err(e) => Err(rootless_denial(&located.docker, e).await),
         placed => placed,
     }
@@ -122,8 +122,8 @@ async fn in_container<E: Engine>(
                 }
             }
         } else {
-            eprintln!(
-                "note: {} may write the host-wide kernel.perf_event_paranoid; devprof leaves it as it is unless given --allow-sysctl",
+            crate::note!(
+                "{} may write the host-wide kernel.perf_event_paranoid; devprof leaves it as it is unless given --allow-sysctl",
                 located.container.name
             );
         }
@@ -131,6 +131,7 @@ async fn in_container<E: Engine>(
     match attempt {
         Ok(ready) => {
             ctx.report.mark("engine prepared");
+            ctx.pause_point("exec:engine").await;
             if early.is_some() {
                 located.workdir = early;
             }
@@ -139,8 +140,8 @@ async fn in_container<E: Engine>(
         Err(
             e @ (Error::PerfMissing { .. } | Error::ToolMissing { .. } | Error::PerfDenied { .. }),
         ) if placement.mode == CaptureMode::Auto => {
-            eprintln!(
-                "note: {}; profiling from a sidecar container instead",
+            crate::note!(
+                "{}; profiling from a sidecar container instead",
                 first_line(&e.to_string())
             );
             if let Some(workdir) = early {

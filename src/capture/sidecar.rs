@@ -5,9 +5,11 @@
 //! /proc/<pid>/root. The sidecar is labelled, removes itself when its lifetime ends, and
 //! devprof removes it as soon as the capture is over.
 
+use super::context::CaptureCtx;
 use super::target::{choose_process, Located, Sidecar, Target};
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{ContainerInfo, ProcessSelector};
+use crate::docker::trust::{short_id, untrusted_fix, Refusal};
 use crate::docker::SidecarSpec;
 use crate::engines::{Engine, Reached};
 use crate::error::{Error, Result};
@@ -63,16 +65,77 @@ const LADDER: &[Tier] = &[
 /// itself dies; then it removes itself.
 pub const SPARE_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
+/// Places the engine in a sidecar beside `located`, trying the rights of `LADDER` in turn;
+/// Ctrl-C ends it at any step, and every sidecar it made goes.
 pub async fn start<E: Engine>(
     engine: &E,
     located: &Located,
     placement: &Placement,
     needs_tracefs: bool,
+    ctx: &CaptureCtx,
+) -> Result<Target<E::Ready>> {
+    let made = Made::default();
+    let mut interrupts = ctx.interrupts.clone();
+    let placed = tokio::select! {
+        placed = climb(engine, located, placement, needs_tracefs, ctx, &made) => placed,
+        _ = interrupts.next() => Err(Error::Interrupted),
+    };
+    if placed.is_err() {
+        located.docker.remove_sidecars_named(&made.names()).await;
+    }
+    placed
+}
+
+/// The names of the sidecars one placement made, known before each is created.
+#[derive(Default)]
+struct Made(std::sync::Mutex<Vec<String>>);
+
+impl Made {
+    /// A new sidecar's name for `target_id`, kept.
+    fn name_for(&self, target_id: &str) -> String {
+        let name = crate::docker::containers::sidecar_name(target_id);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(name.clone());
+        name
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Creates and starts a sidecar from `spec`, pausing where a test asks.
+async fn made_and_started(
+    located: &Located,
+    spec: &SidecarSpec,
+    ctx: &CaptureCtx,
+    made: &Made,
+) -> Result<ContainerInfo> {
+    let docker = &located.docker;
+    let info = docker
+        .create_sidecar(spec, &made.name_for(&located.container.id))
+        .await?;
+    ctx.pause_point("sidecar:created").await;
+    docker.start_sidecar(&info).await?;
+    ctx.pause_point("sidecar:started").await;
+    Ok(info)
+}
+
+/// The ladder of rights, from the least.
+async fn climb<E: Engine>(
+    engine: &E,
+    located: &Located,
+    placement: &Placement,
+    needs_tracefs: bool,
+    ctx: &CaptureCtx,
+    made: &Made,
 ) -> Result<Target<E::Ready>> {
     let docker = &located.docker;
     let container = &located.container;
     let image = placement.profiler_image.clone();
-    require_image(located, &image).await?;
+    let image_id = require_image(located, &image).await?;
     let mut refusals: Vec<String> = Vec::new();
     // An engine that needs less than perf tries its minimum first.
     let minimum = engine.sidecar_minimum().map(|(cap_add, why)| Tier {
@@ -90,7 +153,7 @@ pub async fn start<E: Engine>(
             continue;
         }
         let spec = SidecarSpec {
-            image: image.clone(),
+            image: image_id.clone(),
             target_id: container.id.clone(),
             cap_add: tier.cap_add.iter().map(|c| c.to_string()).collect(),
             security_opt: if tier.seccomp_unconfined {
@@ -108,7 +171,7 @@ pub async fn start<E: Engine>(
             lifetime: placement.window + SPARE_LIFETIME,
             share_network: false,
         };
-        let info = match docker.start_sidecar(&spec).await {
+        let info = match made_and_started(located, &spec, ctx, made).await {
             Ok(info) => info,
             Err(e) if refuses_rights(&e.to_string()) => {
                 refusals.push(format!("{}: {}", tier.why, first_line(&e.to_string())));
@@ -131,10 +194,10 @@ pub async fn start<E: Engine>(
         let shell = docker.shell(&info);
         // The sidecar shares the pid namespace: the process is the one already chosen.
         let same = ProcessSelector::Pid(located.process.pid);
-        match try_tier(engine, &shell, container, &same, &image).await {
+        match try_tier(engine, &shell, container, &same, &image, ctx).await {
             Ok((facts, process, ready)) => {
                 if tier.privileged || tier.cap_add.contains(&"SYS_ADMIN") {
-                    eprintln!("note: the sidecar needed {}", tier.why);
+                    crate::note!("the sidecar needed {}", tier.why);
                 }
                 let sidecar = Sidecar {
                     info,
@@ -185,13 +248,37 @@ pub async fn start_on_network<E: Engine>(
     engine: &E,
     located: Located,
     placement: &Placement,
+    ctx: &CaptureCtx,
 ) -> Result<Target<E::Ready>> {
+    let made = Made::default();
+    let mut interrupts = ctx.interrupts.clone();
+    let placed = tokio::select! {
+        placed = on_network(engine, &located, placement, ctx, &made) => placed,
+        _ = interrupts.next() => Err(Error::Interrupted),
+    };
+    match placed {
+        Ok((ready, shell, sidecar)) => Ok(located.into_target(ready, Some((shell, sidecar)), None)),
+        Err(e) => {
+            located.docker.remove_sidecars_named(&made.names()).await;
+            Err(e)
+        }
+    }
+}
+
+/// `start_on_network`'s sidecar, started and prepared.
+async fn on_network<E: Engine>(
+    engine: &E,
+    located: &Located,
+    placement: &Placement,
+    ctx: &CaptureCtx,
+    made: &Made,
+) -> Result<(E::Ready, crate::docker::Shell, Sidecar)> {
     let docker = &located.docker;
     let container = &located.container;
     let image = placement.profiler_image.clone();
-    require_image(&located, &image).await?;
+    let image_id = require_image(located, &image).await?;
     let spec = SidecarSpec {
-        image: image.clone(),
+        image: image_id,
         target_id: container.id.clone(),
         cap_add: Vec::new(),
         security_opt: Vec::new(),
@@ -200,7 +287,7 @@ pub async fn start_on_network<E: Engine>(
         lifetime: placement.window + SPARE_LIFETIME,
         share_network: true,
     };
-    let info = docker.start_sidecar(&spec).await?;
+    let info = made_and_started(located, &spec, ctx, made).await?;
     let shell = docker.shell(&info);
     let ready = match engine
         .prepare(Reached {
@@ -224,24 +311,33 @@ pub async fn start_on_network<E: Engine>(
             });
         }
     };
+    ctx.pause_point("sidecar:engine").await;
     let sidecar = Sidecar {
         info,
         privileges: "no added rights, on the target's network".into(),
     };
-    Ok(located.into_target(ready, Some((shell, sidecar)), None))
+    Ok((ready, shell, sidecar))
 }
 
-/// The profiler image every sidecar starts from, or an error saying how to get it.
-async fn require_image(located: &Located, image: &str) -> Result<()> {
+/// The ID of the profiler image every sidecar starts from, when devprof trusts it on this
+/// endpoint; else an error saying how to get it or trust it.
+async fn require_image(located: &Located, image: &str) -> Result<String> {
     let docker = &located.docker;
-    if docker.has_image(image).await {
-        return Ok(());
+    match docker.trusted_image(image).await? {
+        Ok(trusted) => Ok(trusted.id),
+        Err(Refusal::Missing) => Err(Error::ProfilerImageMissing {
+            container: located.container.name.clone(),
+            fix: docker.flavour().image_fix(image),
+            image: image.to_string(),
+        }),
+        Err(Refusal::Untrusted { id }) => Err(Error::ProfilerImageUntrusted {
+            container: located.container.name.clone(),
+            image: image.to_string(),
+            id: short_id(&id).to_string(),
+            endpoint: docker.address().to_string(),
+            fix: untrusted_fix(image),
+        }),
     }
-    Err(Error::ProfilerImageMissing {
-        container: located.container.name.clone(),
-        fix: docker.flavour().image_fix(image),
-        image: image.to_string(),
-    })
 }
 
 /// Whether the engine may record the process from this sidecar.
@@ -251,9 +347,12 @@ async fn try_tier<E: Engine>(
     container: &ContainerInfo,
     selector: &ProcessSelector,
     image: &str,
+    ctx: &CaptureCtx,
 ) -> Result<(ContainerFacts, crate::docker::target::ProcInfo, E::Ready)> {
     let facts = ContainerFacts::probe(shell).await?;
+    ctx.pause_point("sidecar:probed").await;
     let process = choose_process(shell, &facts, selector, &container.name).await?;
+    ctx.pause_point("sidecar:process").await;
     let ready = engine
         .prepare(Reached {
             shell,
@@ -276,6 +375,7 @@ async fn try_tier<E: Engine>(
             },
             other => other,
         })?;
+    ctx.pause_point("sidecar:engine").await;
     Ok((facts, process, ready))
 }
 

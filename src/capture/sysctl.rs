@@ -6,6 +6,7 @@
 //! helper is tried before anything is lowered; where it cannot write them, --allow-sysctl
 //! is refused.
 
+use crate::docker::trust::{short_id, untrusted_fix, Refusal, TrustedImage};
 use crate::docker::{ContainerShell, Docker, Shell};
 use crate::error::{Error, Result};
 use std::time::Duration;
@@ -22,7 +23,8 @@ const WRITE_LIMIT: Duration = Duration::from_secs(10);
 pub struct SavedSysctls {
     pub paranoid: i32,
     pub kptr_restrict: i32,
-    pub helper_image: String,
+    /// Run by its ID, named by its name.
+    pub helper: TrustedImage,
 }
 
 impl SavedSysctls {
@@ -52,7 +54,7 @@ const TRIAL_SCRIPT: &str = "p=$(cat /proc/sys/kernel/perf_event_paranoid) && ech
 /// which may write them). The values are read by this very script, as root: nothing a
 /// process in the container prints can become the value restored. On a half-done change the
 /// old values are put back. Returns what they were.
-pub async fn lower(shell: &Shell, helper_image: String) -> Option<SavedSysctls> {
+pub async fn lower(shell: &Shell, helper: TrustedImage) -> Option<SavedSysctls> {
     let script = format!(
         "p=$(cat {PARANOID}) && k=$(cat {KPTR_RESTRICT}) && echo \"saved $p $k\" && \
          echo -1 > {PARANOID} && echo 0 > {KPTR_RESTRICT}"
@@ -61,10 +63,10 @@ pub async fn lower(shell: &Shell, helper_image: String) -> Option<SavedSysctls> 
         .await
         .ok()?
         .ok()?;
-    let saved = parse_saved(&out.stdout, helper_image)?;
+    let saved = parse_saved(&out.stdout, helper)?;
     if out.success() {
-        eprintln!(
-            "note: lowered the host's kernel.perf_event_paranoid ({} -> -1) and kptr_restrict ({} -> 0) for this capture (--allow-sysctl); they are restored when it ends",
+        crate::note!(
+            "lowered the host's kernel.perf_event_paranoid ({} -> -1) and kptr_restrict ({} -> 0) for this capture (--allow-sysctl); they are restored when it ends",
             saved.paranoid, saved.kptr_restrict
         );
         // Should a third Ctrl-C end devprof before it restores them, the user is told how.
@@ -77,7 +79,7 @@ pub async fn lower(shell: &Shell, helper_image: String) -> Option<SavedSysctls> 
 }
 
 /// `saved P K` from the lowering script: two integers, nothing else.
-fn parse_saved(stdout: &str, helper_image: String) -> Option<SavedSysctls> {
+fn parse_saved(stdout: &str, helper: TrustedImage) -> Option<SavedSysctls> {
     let line = stdout.lines().find_map(|l| l.strip_prefix("saved "))?;
     let mut values = line.split(' ');
     let paranoid = values.next()?.parse().ok()?;
@@ -88,7 +90,7 @@ fn parse_saved(stdout: &str, helper_image: String) -> Option<SavedSysctls> {
     Some(SavedSysctls {
         paranoid,
         kptr_restrict,
-        helper_image,
+        helper,
     })
 }
 
@@ -103,14 +105,15 @@ pub async fn restore(shell: &Shell, saved: &SavedSysctls) {
     }
     match shell
         .docker()
-        .run_sysctl_helper(&saved.helper_image, &script)
+        .run_sysctl_helper(&saved.helper.id, &script)
         .await
     {
         Ok(true) => {
             crate::signals::set_exit_note(None);
-            eprintln!(
-                "note: restored the host's sysctls through a helper container from {} ({} could not run it)",
-                saved.helper_image,
+            crate::note!(
+                "restored the host's sysctls through a helper container from {} (image {}; {} could not run it)",
+                saved.helper.name,
+                short_id(&saved.helper.id),
                 shell.container()
             );
         }
@@ -119,10 +122,10 @@ pub async fn restore(shell: &Shell, saved: &SavedSysctls) {
                 Err(e) => crate::text::first_line(&e.to_string()).to_string(),
                 _ => "it could not write them".into(),
             };
-            eprintln!(
-                "warning: could not restore the host's sysctls through {} nor through a helper container from {} ({why}); {}",
+            crate::warn!(
+                "could not restore the host's sysctls through {} nor through a helper container from {} ({why}); {}",
                 shell.container(),
-                saved.helper_image,
+                saved.helper.name,
                 saved.host_command()
             );
         }
@@ -131,18 +134,27 @@ pub async fn restore(shell: &Shell, saved: &SavedSysctls) {
 
 /// Before lowering anything: the helper that would restore the sysctls without the target
 /// must be able to write them, from the profiler image (the image sidecars are made from),
-/// else --allow-sysctl is refused. Returns the image.
-pub async fn check_helper(docker: &Docker, container: &str, image: &str) -> Result<String> {
+/// else --allow-sysctl is refused. Returns the image, trusted.
+pub async fn check_helper(docker: &Docker, container: &str, image: &str) -> Result<TrustedImage> {
     let refused = |reason: String| Error::SysctlHelperUnavailable {
         container: container.to_string(),
         image: image.to_string(),
         reason,
     };
-    if !docker.has_image(image).await {
-        return Err(refused(format!("{image} is not on the engine")));
-    }
-    match docker.run_sysctl_helper(image, TRIAL_SCRIPT).await {
-        Ok(true) => Ok(image.to_string()),
+    // The helper writes the host's /proc/sys: only a trusted image may, run by its ID.
+    let trusted = match docker.trusted_image(image).await? {
+        Ok(trusted) => trusted,
+        Err(Refusal::Missing) => return Err(refused(format!("{image} is not on the engine"))),
+        Err(Refusal::Untrusted { id }) => {
+            return Err(refused(format!(
+                "{image} is {}, an image devprof does not trust on this endpoint; {}",
+                short_id(&id),
+                untrusted_fix(image)
+            )))
+        }
+    };
+    match docker.run_sysctl_helper(&trusted.id, TRIAL_SCRIPT).await {
+        Ok(true) => Ok(trusted),
         Ok(false) => Err(refused(
             "a container from it (CAP_SYS_ADMIN, unconfined /proc) could not write them".into(),
         )),
@@ -154,19 +166,26 @@ pub async fn check_helper(docker: &Docker, container: &str, image: &str) -> Resu
 mod tests {
     use super::*;
 
+    fn helper() -> TrustedImage {
+        TrustedImage {
+            name: "img".into(),
+            id: "sha256:0123456789abcdef".into(),
+        }
+    }
+
     #[test]
     fn the_saved_values_are_two_integers_from_the_script() {
-        let saved = parse_saved("saved 2 1\n", "img".into()).unwrap();
+        let saved = parse_saved("saved 2 1\n", helper()).unwrap();
         assert_eq!((saved.paranoid, saved.kptr_restrict), (2, 1));
         assert_eq!(
             saved.script(),
             "echo 2 > /proc/sys/kernel/perf_event_paranoid && echo 1 > /proc/sys/kernel/kptr_restrict"
         );
-        assert!(parse_saved("saved 2\n", "img".into()).is_none());
-        assert!(parse_saved("saved 2 1; rm -rf /\n", "img".into()).is_none());
-        assert!(parse_saved("saved -1 0 3\n", "img".into()).is_none());
+        assert!(parse_saved("saved 2\n", helper()).is_none());
+        assert!(parse_saved("saved 2 1; rm -rf /\n", helper()).is_none());
+        assert!(parse_saved("saved -1 0 3\n", helper()).is_none());
         assert_eq!(
-            parse_saved("saved -1 0", "img".into()).map(|s| s.paranoid),
+            parse_saved("saved -1 0", helper()).map(|s| s.paranoid),
             Some(-1)
         );
     }

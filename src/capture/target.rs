@@ -4,7 +4,7 @@
 //! (the workdir among it) is owned here until the capture takes it.
 
 use super::context::CaptureCtx;
-use super::liveness;
+use super::liveness::{self, set_up, Watch};
 use super::sysctl::{self, SavedSysctls};
 use super::workdir::Workdir;
 use crate::docker::probe::ContainerFacts;
@@ -127,9 +127,32 @@ pub async fn locate(ctx: &CaptureCtx, spec: &TargetSpec, ahead: &Ahead) -> Resul
     let containers = docker.containers().await?;
     let container = resolve_container(&spec.name, &containers)?;
     let shell = docker.shell(&container);
+    // From here every step runs in the container: raced against its stopping.
+    let watch = Watch::over_container(&container, &shell);
+    set_up(
+        &watch,
+        located_in(ctx, spec, ahead, docker, container, shell),
+    )
+    .await
+}
+
+/// `locate` once the container is found.
+async fn located_in(
+    ctx: &CaptureCtx,
+    spec: &TargetSpec,
+    ahead: &Ahead,
+    docker: Docker,
+    container: ContainerInfo,
+    shell: Shell,
+) -> Result<Located> {
     let facts = ahead.probe(&shell).await?;
     ctx.report.mark("container probed");
-    let process = match choose_process(&shell, &facts, &spec.process, &container.name).await {
+    ctx.pause_point("exec:probed").await;
+    let chosen = match ctx.not_interrupted() {
+        Ok(()) => choose_process(&shell, &facts, &spec.process, &container.name).await,
+        Err(e) => Err(e),
+    };
+    let process = match chosen {
         Ok(process) => process,
         Err(e) => {
             // The probe's standby and the workdir it made, if it made one, go.
@@ -140,6 +163,7 @@ pub async fn locate(ctx: &CaptureCtx, spec: &TargetSpec, ahead: &Ahead) -> Resul
             return Err(e);
         }
     };
+    ctx.pause_point("exec:process").await;
     let at = Reached {
         shell: &shell,
         facts: &facts,
@@ -282,7 +306,7 @@ pub async fn choose_process<S: ContainerShell>(
             .processes
             .iter()
             .take(15)
-            .map(|p| format!("{:>6}  {}", p.pid, p.cmdline))
+            .map(|p| format!("{:>6}  {}", p.pid, crate::text::printable(&p.cmdline)))
             .collect();
         Error::ProcessNotFound {
             container: container.to_string(),
@@ -310,15 +334,15 @@ pub async fn choose_process<S: ContainerShell>(
                 sample
                     .map(|s| format!("{:.0}%", s.cpu_percent))
                     .unwrap_or_else(|| "?".into()),
-                crate::text::truncate(&p.cmdline, 80)
+                crate::text::printable(&crate::text::truncate(&p.cmdline, 80))
             )
         })
         .collect();
-    eprintln!(
-        "note: {} processes in {container} match; chose pid {} ({}), the busiest over {CPU_SAMPLE_SECS} s (--pid picks another):\n  {:>8}  {:<10} {:>5}  command\n{}",
+    crate::note!(
+        "{} processes in {container} match; chose pid {} ({}), the busiest over {CPU_SAMPLE_SECS} s (--pid picks another):\n  {:>8}  {:<10} {:>5}  command\n{}",
         found.len(),
         chosen.pid,
-        chosen.program(),
+        crate::text::printable(chosen.program()),
         "pid",
         "user",
         "CPU",

@@ -98,12 +98,9 @@ pub async fn cleanup(shell: &Shell, workdir: &str) {
     );
     match tokio::time::timeout(CLEANUP_LIMIT, shell.sh(&script)).await {
         Ok(Ok(_)) => {}
-        Ok(Err(e)) => eprintln!(
-            "warning: could not clean {workdir} in {}: {e}",
-            shell.container()
-        ),
-        Err(_) => eprintln!(
-            "warning: cleaning {workdir} in {} took over {} s; gave up",
+        Ok(Err(e)) => crate::warn!("could not clean {workdir} in {}: {e}", shell.container()),
+        Err(_) => crate::warn!(
+            "cleaning {workdir} in {} took over {} s; gave up",
             shell.container(),
             CLEANUP_LIMIT.as_secs()
         ),
@@ -125,15 +122,15 @@ async fn cleanable(watch: &Watch, workdir: &str, failure: Option<&Error>) -> boo
     match e.cause() {
         Error::TargetStopped { .. } => false,
         Error::PausedDuringCapture { container, .. } if watch.in_target() => {
-            eprintln!(
-                "note: {container} is paused; waiting up to {} s for it to be unpaused to remove {workdir} from it (devprof does not unpause it)",
+            crate::note!(
+                "{container} is paused; waiting up to {} s for it to be unpaused to remove {workdir} from it (devprof does not unpause it)",
                 UNPAUSE_WAIT.as_secs()
             );
             if watch.until_unpaused(UNPAUSE_WAIT).await {
                 return true;
             }
-            eprintln!(
-                "warning: left in {container}: {workdir} and the recorder started there (frozen with the container; \
+            crate::warn!(
+                "left in {container}: {workdir} and the recorder started there (frozen with the container; \
                  it ends by itself once the container runs again, within seconds of when its window would have ended). \
                  After `docker unpause {container}`, remove the directory: `docker exec {container} rm -rf {workdir}`"
             );

@@ -62,19 +62,22 @@ pub fn load() -> &'static DotEnv {
             match item {
                 Ok(entry) => entries.push(entry),
                 Err(e) => {
-                    eprintln!("warning: .env: {e}; the lines after it are ignored");
+                    let line = format!("warning: .env: {e}; the lines after it are ignored");
+                    eprintln!("{}", crate::text::terminal(&line));
                     break;
                 }
             }
         }
         let env = DotEnv::from_entries(entries);
         if !env.ignored.is_empty() {
-            eprintln!(
+            // The keys are a cloned repository's text.
+            let line = format!(
                 "note: .env sets {}: ignored (devprof takes only DEVPROF_* settings from .env, never DEVPROF_ALLOW_* nor \
                  DEVPROF_PROFILER_IMAGE; the Docker engine comes from the environment and docker contexts; pass privileges \
                  and the profiler image as flags or in the environment)",
                 env.ignored.join(", ")
             );
+            eprintln!("{}", crate::text::terminal(&line));
         }
         env
     })
@@ -113,6 +116,28 @@ pub fn with_defaults(mut cmd: clap::Command, env: &DotEnv) -> clap::Command {
         cmd = cmd.mut_subcommand(name, |sub| with_defaults(sub, env));
     }
     cmd
+}
+
+/// The settings whose value in `matches` came from `.env` (not a flag, not the
+/// environment, not a built-in default), in the subcommand `matches` chose, at any depth.
+pub fn supplied(cmd: &clap::Command, matches: &clap::ArgMatches, env: &DotEnv) -> Vec<String> {
+    let mut found: Vec<String> = cmd
+        .get_arguments()
+        .filter(|arg| {
+            matches.value_source(arg.get_id().as_str())
+                == Some(clap::parser::ValueSource::DefaultValue)
+        })
+        .filter_map(|arg| arg.get_env().and_then(|name| name.to_str()))
+        .filter(|name| std::env::var_os(name).is_none())
+        .filter(|name| env.settings.get(*name).is_some_and(|v| !v.is_empty()))
+        .map(str::to_string)
+        .collect();
+    if let Some((name, sub_matches)) = matches.subcommand() {
+        if let Some(sub) = cmd.find_subcommand(name) {
+            found.extend(supplied(sub, sub_matches, env));
+        }
+    }
+    found
 }
 
 #[cfg(test)]

@@ -75,14 +75,21 @@ impl Cli {
     /// command instead, which the settings refuse.
     pub fn parse_args() -> Self {
         let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        Self::parse_with(raw, dotenv::load()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// Parses `raw` with `env` (a `.env`'s settings) as the defaults below flags and the
+    /// environment.
+    pub fn parse_with(
+        raw: Vec<std::ffi::OsString>,
+        env: &dotenv::DotEnv,
+    ) -> std::result::Result<Self, clap::Error> {
         let ends_with_separator = raw.len() > 2 && raw.last().is_some_and(|a| a == "--");
-        let mut command =
-            dotenv::with_defaults(<Cli as clap::CommandFactory>::command(), dotenv::load());
-        let matches = command
-            .try_get_matches_from_mut(raw)
-            .unwrap_or_else(|e| e.exit());
+        let mut command = dotenv::with_defaults(<Cli as clap::CommandFactory>::command(), env);
+        let matches = command.try_get_matches_from_mut(raw)?;
         let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
-            .unwrap_or_else(|e| e.format(&mut command).exit());
+            .map_err(|e| e.format(&mut command))?;
+        cli.note_dotenv(&command, &matches, env);
         if ends_with_separator {
             match &mut cli.command {
                 Command::Cpu(args) if args.command.is_empty() => args.command.push(String::new()),
@@ -90,7 +97,22 @@ impl Cli {
                 _ => {}
             }
         }
-        cli
+        Ok(cli)
+    }
+}
+
+impl Cli {
+    /// Tells a build which of its settings `.env` gave: such a build is not trusted as a
+    /// profiler image (a cloned repository must not choose the image sidecars run).
+    pub fn note_dotenv(
+        &mut self,
+        command: &clap::Command,
+        matches: &clap::ArgMatches,
+        env: &dotenv::DotEnv,
+    ) {
+        if let Command::Build(args) = &mut self.command {
+            args.from_dotenv = dotenv::supplied(command, matches, env);
+        }
     }
 }
 
@@ -206,10 +228,13 @@ pub enum Command {
 
     /// The heaviest functions of a profile (self and inclusive), callers, module shares.
     #[command(
-        after_help = "FILE|TARGET is a .folded (or .data) file, or a TARGET in the store (container, id prefix, SERVICE or PROJECT/SERVICE), \
-                      meaning its newest capture. The root frame (process/thread name) is not a \
-                      function and is never ranked.\n\n\
+        after_help = "FILE|TARGET is a .folded (or .data) file, a capture's name (perf-20261122-101500, or \
+                      demo-seq/perf-20261122-101500), a session, or a TARGET in the store (container, id prefix, \
+                      SERVICE or PROJECT/SERVICE), meaning its newest cpu capture (--kind offcpu|heap|stat for \
+                      another); the capture taken is named on stderr. The root frame (process/thread name) is \
+                      not a function and is never ranked. Without FILE|TARGET, DEVPROF_TARGET.\n\n\
                       Examples:\n  devprof top demo-seq\n  \
+                      devprof top demo-seq --kind offcpu\n  \
                       devprof top profiling/demo-seq/perf-20261122-101500.folded -n 20\n  \
                       devprof top op-reth-seq --callers 'malloc|free' --module '^reth_'\n  \
                       devprof top op-reth-seq --modules '(reth_\\w+)::'\n  \
@@ -219,10 +244,13 @@ pub enum Command {
 
     /// Compare two profiles: a differential flamegraph and the largest gains and losses.
     #[command(
-        after_help = "BEFORE and AFTER are .folded (or .data) files or container directories in \
-                      the store (their newest capture). Shares are normalized by each profile's \
-                      total; in the flamegraph, widths are the after profile, red grew, blue \
-                      shrank. Writes ./diff-<before>-<after>.svg unless --output says otherwise.\n\n\
+        after_help = "BEFORE and AFTER are .folded (or .data) files, captures' names, or targets in \
+                      the store (their newest capture of the other side's kind, else cpu; --kind for another). \
+                      Profiles of different measures (CPU samples, off-CPU time, heap bytes) are refused unless \
+                      --mixed. Shares are normalized by each profile's total; in the flamegraph, widths are the \
+                      after profile, red grew, blue shrank. Writes diff-<before>-<after>.svg beside AFTER's \
+                      capture in the store (the current directory for files outside it) unless --output says \
+                      otherwise. Without AFTER, DEVPROF_TARGET.\n\n\
                       Examples:\n  devprof diff before.folded after.folded\n  \
                       devprof diff demo-rpc demo-seq -n 5\n  \
                       devprof diff old.folded new.folded --by inclusive --json\n  \
@@ -250,11 +278,13 @@ pub enum Command {
     /// Write a capture in another tool's format: pprof, speedscope, the Firefox Profiler,
     /// or collapsed stacks.
     #[command(
-        after_help = "CAPTURE is a file of a capture (.folded, .timeline or its .json manifest) or a \
-                      TARGET in the store (container, id prefix, SERVICE or PROJECT/SERVICE), meaning its newest capture. speedscope and \
+        after_help = "CAPTURE is a file of a capture (.folded, .timeline or its .json manifest), a capture's \
+                      name, or a TARGET in the store (container, id prefix, SERVICE or PROJECT/SERVICE), meaning \
+                      its newest cpu capture (--kind for another; the capture taken is named on stderr). The export \
+                      goes beside the capture in the store unless --output says otherwise. speedscope and \
                       firefox keep every sample's thread and time from the capture's .timeline; \
-                      heap captures export with bytes as the unit.\n\n\
-                      Examples:\n  devprof export demo-seq --format pprof && go tool pprof -top perf-*.pb.gz\n  \
+                      heap captures export with bytes as the unit. Without CAPTURE, DEVPROF_TARGET.\n\n\
+                      Examples:\n  devprof export demo-seq --format pprof && go tool pprof -top profiling/demo-seq/perf-*.pprof.pb.gz\n  \
                       devprof export demo-seq -f speedscope -o demo.speedscope.json\n  \
                       devprof export profiling/demo-seq/perf-20261122-101500.folded -f firefox\n  \
                       devprof export demo-seq -f collapsed -o - | head"
@@ -307,6 +337,19 @@ pub enum Command {
                       not know PERFMON (Docker 20.10 as Debian packages it), which it says.")]
     Compose(ComposeArgs),
 
+    /// Trust a profiler image made without devprof (e.g. with `docker build`): sidecars and
+    /// the sysctl helper run only images devprof built or was told to trust, by image ID,
+    /// on each endpoint.
+    #[command(after_help = "Examples:\n  \
+                      devprof trust devprof-profiler:latest        # built with docker build from dockerfiles/profiler.Dockerfile\n  \
+                      DOCKER_HOST=unix:///run/podman/podman.sock devprof trust devprof-profiler:latest   # on another endpoint\n  \
+                      devprof trust --list\n  \
+                      devprof trust --forget devprof-profiler:latest\n\n\
+                      `devprof build tools` trusts the image it builds, unless a setting of it came from .env. \
+                      The list is kept in $XDG_CONFIG_HOME/devprof/trusted-images.json (~/.config by default), \
+                      private to you; a project's .env cannot change it.")]
+    Trust(TrustArgs),
+
     /// Check why a profile of TARGET would come out empty, hex-only or denied: a checklist
     /// with the fix for each problem.
     #[command(after_help = "Examples:\n  \
@@ -322,6 +365,65 @@ pub enum Command {
 mod tests {
     use super::*;
     use clap::{CommandFactory, Parser};
+
+    /// `devprof build ...` parsed with a `.env` holding `key=value`: the settings it gave.
+    fn build_from_dotenv(args: &[&str], key: &str, value: &str) -> Vec<String> {
+        let env = dotenv::DotEnv::from_entries([(key.to_string(), value.to_string())]);
+        let raw = std::iter::once("devprof")
+            .chain(args.iter().copied())
+            .map(std::ffi::OsString::from)
+            .collect();
+        match Cli::parse_with(raw, &env).unwrap().command {
+            Command::Build(b) => b.from_dotenv,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Regression (security finding 1 of round two): `.env` set DEVPROF_BUILD_TAG to the
+    /// profiler image's tag with its own image to extend, and the next sidecar ran it.
+    /// Every build setting `.env` may give is named, so such a build is not trusted.
+    #[test]
+    fn every_build_setting_from_dotenv_is_named_and_a_flag_or_the_environment_is_not() {
+        let tools = ["build", "tools", "debian:bookworm-slim"];
+        let source = ["build", "source", "."];
+        for (args, key, value) in [
+            (&tools[..], "DEVPROF_BUILD_TAG", "devprof-profiler:latest"),
+            (&tools[..], "DEVPROF_BUILD_NETWORK", "attacker-net"),
+            (&source[..], "DEVPROF_BUILD_TAG", "devprof-profiler:latest"),
+            (&source[..], "DEVPROF_BASE_IMAGE", "attacker/base:1"),
+            (&source[..], "DEVPROF_RUST_IMAGE", "attacker/rust:1"),
+            (&source[..], "DEVPROF_BUILD_PACKAGES", "evil-package"),
+            (&source[..], "DEVPROF_BUILD_NETWORK", "attacker-net"),
+            (&source[..], "DEVPROF_BUILD_PACKAGE", "demo-node"),
+            (&source[..], "DEVPROF_BUILD_BIN", "demo-node"),
+            (&source[..], "DEVPROF_BUILD_FEATURES", "x"),
+            (&source[..2], "DEVPROF_BUILD_SOURCE", "/tmp"),
+        ] {
+            assert_eq!(
+                build_from_dotenv(args, key, value),
+                [key],
+                "{key} in {args:?}"
+            );
+        }
+        // The image to extend is a required argument: clap does not take it from a default,
+        // so `.env` cannot give it at all.
+        let env = dotenv::DotEnv::from_entries([(
+            "DEVPROF_BUILD_FROM".to_string(),
+            "attacker/base:1".to_string(),
+        )]);
+        let raw = ["devprof", "build", "tools"]
+            .map(std::ffi::OsString::from)
+            .to_vec();
+        assert!(Cli::parse_with(raw, &env).is_err());
+        // A flag given on the command line is the user's, whatever .env says.
+        assert!(build_from_dotenv(
+            &["build", "tools", "debian:bookworm-slim", "-t", "mine:1"],
+            "DEVPROF_BUILD_TAG",
+            "devprof-profiler:latest"
+        )
+        .is_empty());
+        assert!(build_from_dotenv(&tools, "DEVPROF_TARGET", "demo-seq").is_empty());
+    }
 
     fn parse(args: &[&str]) -> Cli {
         Cli::try_parse_from(std::iter::once("devprof").chain(args.iter().copied()))
@@ -415,6 +517,10 @@ mod tests {
             if sub.get_name() == "diff" {
                 line.push("y".into());
             }
+            // trust's IMAGES are required unless --list.
+            if sub.get_name() == "trust" {
+                line.push("--list".into());
+            }
             // export's --format is required unless a session is exported.
             if sub.get_name() == "export" {
                 line.extend(["--format".into(), "pprof".into()]);
@@ -428,7 +534,7 @@ mod tests {
         assert!(cli.verbose);
         assert!(matches!(
             cli.command,
-            Command::Build(BuildArgs { kind: BuildKindArgs::Source(s) }) if s.package.as_deref() == Some("op-reth")
+            Command::Build(BuildArgs { kind: BuildKindArgs::Source(s), .. }) if s.package.as_deref() == Some("op-reth")
         ));
         assert!(Cli::try_parse_from(["devprof", "ls", "-q", "-v"]).is_err());
         // --pid has no short form: -p is build's --package, as in cargo.

@@ -8,6 +8,10 @@ use std::path::PathBuf;
 pub struct BuildArgs {
     #[command(subcommand)]
     pub kind: BuildKindArgs,
+
+    /// The settings of this build that `.env` gave (filled after parsing).
+    #[arg(skip)]
+    pub from_dotenv: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -187,4 +191,19 @@ pub struct CompletionsArgs {
     /// The shell to write completions for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The images to trust (a name or an ID), as the endpoint has them now.
+    #[arg(required_unless_present = "list")]
+    pub images: Vec<String>,
+
+    /// Stop trusting the images named (their IDs as the endpoint has them, or IDs given).
+    #[arg(long, conflicts_with = "list")]
+    pub forget: bool,
+
+    /// List the images trusted on every endpoint.
+    #[arg(long)]
+    pub list: bool,
 }

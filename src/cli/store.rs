@@ -49,7 +49,8 @@ pub struct FoldArgs {
 
 #[derive(Debug, Args)]
 pub struct LsArgs {
-    /// Only this container's captures (its directory name in the store).
+    /// Only these captures: a TARGET's (container, id prefix, SERVICE, PROJECT/SERVICE), a
+    /// session's (`session-…`, `session` for the newest), or one capture by its name.
     pub target: Option<String>,
 
     /// List the multi-container sessions (`devprof profile`) instead of the captures.
@@ -138,10 +139,17 @@ pub struct LayoutArgs {
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// A .folded file (folded stacks), a .data file (read with this host's perf), or a TARGET
-    /// in the store (its newest capture). With
-    /// --heatmap: a capture (a file of it, or a TARGET).
+    /// A .folded file (folded stacks), a .data file (read with this host's perf), or a name
+    /// in the store: a capture (`perf-20261207-051036`, `demo-seq/perf-…`), a TARGET (its
+    /// newest capture, cpu unless --kind says), a session. With --heatmap: a capture (a
+    /// file of it, or a name). Default: DEVPROF_TARGET.
+    #[arg(env = "DEVPROF_TARGET")]
     pub file: PathBuf,
+
+    /// Which kind of capture a TARGET or a session stands for (default: cpu when it has
+    /// one, else its one kind with stacks).
+    #[arg(long, value_enum)]
+    pub kind: Option<KindArg>,
 
     /// Write the capture's time heatmap page (HTML) instead of a flamegraph SVG.
     #[arg(long)]
@@ -172,10 +180,16 @@ pub struct RenderArgs {
 
 #[derive(Debug, Args)]
 pub struct TopArgs {
-    /// A .folded (or .data) file, or a TARGET in the store: a container, id prefix, SERVICE or
-    /// PROJECT/SERVICE (its newest capture).
-    #[arg(value_name = "FILE|TARGET")]
+    /// A .folded (or .data) file, or a name in the store: a capture (`perf-20261207-051036`,
+    /// `demo-seq/perf-…`), a TARGET (a container, id prefix, SERVICE or PROJECT/SERVICE: its
+    /// newest capture, cpu unless --kind says), a session. Default: DEVPROF_TARGET.
+    #[arg(value_name = "FILE|CAPTURE|TARGET", env = "DEVPROF_TARGET")]
     pub profile: String,
+
+    /// Which kind of capture a TARGET or a session stands for (default: cpu when it has
+    /// one, else its one kind with stacks).
+    #[arg(long, value_enum)]
+    pub kind: Option<KindArg>,
 
     /// How many rows per table.
     #[arg(long, short = 'n', default_value_t = 15)]
@@ -212,13 +226,29 @@ pub struct TopArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The baseline: a .folded (or .data) file, or a TARGET in the store.
+    /// The baseline: a .folded (or .data) file, or a name in the store (a capture, a
+    /// TARGET, a session).
     #[arg(value_name = "BEFORE")]
     pub before: String,
 
-    /// The profile compared with it, as BEFORE (not with --slice: BEFORE is then the capture).
-    #[arg(value_name = "AFTER", required_unless_present = "slice")]
+    /// The profile compared with it, as BEFORE (not with --slice: BEFORE is then the
+    /// capture). Default: DEVPROF_TARGET.
+    #[arg(
+        value_name = "AFTER",
+        required_unless_present = "slice",
+        env = "DEVPROF_TARGET"
+    )]
     pub after: Option<String>,
+
+    /// Which kind of capture a TARGET or a session stands for, on both sides (default: the
+    /// kind of a capture named on the other side, else cpu when it has one).
+    #[arg(long, value_enum)]
+    pub kind: Option<KindArg>,
+
+    /// Compare profiles that measure different things (CPU samples against off-CPU events
+    /// or time, heap bytes), which diff otherwise refuses.
+    #[arg(long)]
+    pub mixed: bool,
 
     /// How many gains and how many losses to list.
     #[arg(long, short = 'n', default_value_t = 15)]
@@ -253,6 +283,27 @@ pub struct DiffArgs {
     pub slices: SliceArgs,
 }
 
+/// A kind of capture, as `--kind` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KindArg {
+    Cpu,
+    Offcpu,
+    Heap,
+    Stat,
+}
+
+impl KindArg {
+    /// The kind as manifests name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            KindArg::Cpu => "cpu",
+            KindArg::Offcpu => "offcpu",
+            KindArg::Heap => "heap",
+            KindArg::Stat => "stat",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MeasureArg {
     #[value(name = "self")]
@@ -272,20 +323,29 @@ pub struct SummarizeArgs {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// A capture: a file of it (its .folded, .timeline or .json manifest), or a container
-    /// directory in the store (its newest capture). Or a session of `devprof profile` (its
-    /// manifest, its name `session-…`, or `session` for the newest): every container in one
-    /// file on the session's clock (firefox, speedscope).
-    #[arg(value_name = "CAPTURE|SESSION")]
+    /// A capture: a file of it (its .folded, .timeline or .json manifest), its name
+    /// (`perf-20261207-051036`, `demo-seq/perf-…`), or a TARGET in the store (its newest
+    /// capture, cpu unless --kind says). Or a session of `devprof profile` (its manifest, its
+    /// name `session-…`, or `session` for the newest): every container in one file on the
+    /// session's clock (firefox, speedscope). Default: DEVPROF_TARGET.
+    #[arg(value_name = "CAPTURE|TARGET|SESSION", env = "DEVPROF_TARGET")]
     pub capture: String,
+
+    /// Which kind of capture a TARGET stands for (default: cpu when it has one, else its one
+    /// kind with stacks); for a session, the kind each container contributes (default cpu,
+    /// else offcpu).
+    #[arg(long, value_enum)]
+    pub kind: Option<KindArg>,
 
     /// The format: pprof (gzipped profile.proto), speedscope (JSON), firefox (the Firefox
     /// Profiler's processed JSON), collapsed (folded stacks).
     #[arg(long, short = 'f', value_enum)]
     pub format: ExportFormatArg,
 
-    /// Where to write it (`-`: standard output); default `<capture>.<format extension>`
-    /// in the current directory.
+    /// Where to write it (`-`: standard output); default beside the capture in the store
+    /// (`<capture>.firefox.json`, `.speedscope.json`, `.collapsed`, `.pprof.pb.gz`), or
+    /// `<name>.<format extension>` in the current directory for a file outside the store
+    /// and for a session.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
 }

@@ -6,7 +6,6 @@
 use crate::docker::target::ContainerInfo;
 use crate::error::{Error, Result};
 use clap_complete::Shell;
-use std::io::Write;
 use std::time::Duration;
 
 pub use crate::cli::TARGETS_COMMAND;
@@ -26,12 +25,8 @@ pub fn write_script(shell: Shell) -> Result<()> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command, "devprof", &mut script);
     let script = with_targets(shell, &String::from_utf8_lossy(&script));
-    match std::io::stdout().write_all(script.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::io("write the completion script", e))
-        }
-        _ => Ok(()),
-    }
+    crate::ui::term::data(script.as_bytes())
+        .map_err(|e| Error::io("write the completion script", e))
 }
 
 /// The generated script with target completion added; shells without a hook are left
@@ -167,7 +162,7 @@ pub async fn print_targets() -> Result<()> {
         out.push_str(&name);
         out.push('\n');
     }
-    let _ = std::io::stdout().write_all(out.as_bytes());
+    let _ = crate::ui::term::data(out.as_bytes());
     Ok(())
 }
 

@@ -77,7 +77,10 @@ pub fn human_summary(outcome: &Captured) -> String {
             ));
         }
     }
-    out.push_str(&output::files_written(&outcome.files));
+    out.push_str(&output::files_written(
+        &outcome.files,
+        outcome.manifest.markers_kept,
+    ));
     // Each flamegraph with the view it shows (Node captures have two).
     let dir = outcome.manifest_path.parent();
     for graph in &m.graphs {

@@ -1,5 +1,8 @@
 //! `devprof diff BEFORE AFTER`: a differential flamegraph and the functions whose share
-//! of the samples grew or shrank most.
+//! of the samples grew or shrank most. Both sides are resolved as every store command
+//! resolves a name (`store::loader::resolve`), of one kind; two profiles that measure
+//! different things (CPU samples, off-CPU events or time, heap bytes) are refused unless
+//! `--mixed`. The flamegraph goes beside AFTER's capture in the store unless `-o` says.
 
 use crate::cli::DiffArgs;
 use crate::error::{Error, Result};
@@ -8,26 +11,30 @@ use crate::profile::folded::Folded;
 use crate::profile::stat_diff::{self, short, Change};
 use crate::render::{differential_subtitle, write_svg_lines_to, SvgOutput};
 use crate::settings::store::DiffSettings;
-use crate::store::catalog::Capture;
-use crate::store::loader::{self, Loaded, ProfileRef};
+use crate::store::catalog::{self, Capture};
+use crate::store::loader::{self, Loaded};
 use crate::ui::table;
 use crate::units::thousands;
 use std::path::PathBuf;
 
 pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
     let slices = args.slices.clone();
-    let settings = DiffSettings::from_args(args, output_dir)?;
+    let kind = args.kind.map(|k| k.name());
+    let mixed = args.mixed;
+    let mut settings = DiffSettings::from_args(args, output_dir)?;
     if let Some(mark) = &slices.slice {
-        let sliced = super::slices::load(&settings.before, &settings.output_dir, mark)?;
+        let sliced = super::slices::load(&settings.before, &settings.output_dir, mark, kind)?;
         let output = if settings.svg.output_given {
             settings.svg.output.clone()
         } else {
-            crate::render::SvgOutput::File(PathBuf::from(format!(
-                "diff-{}-{mark}-slowest.svg",
-                sliced.capture.name()
-            )))
+            crate::render::SvgOutput::File(
+                sliced
+                    .capture
+                    .dir
+                    .join(format!("diff-{}-{mark}-slowest.svg", sliced.capture.name())),
+            )
         };
-        return super::slices::diff(
+        super::slices::diff(
             &sliced,
             slices.slowest.unwrap_or(3),
             settings.measure,
@@ -35,11 +42,15 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
             &output,
             &settings.svg.layout,
             settings.json,
-        );
+        )?;
+        if !settings.svg.output_given {
+            list_beside(&sliced.capture, &output);
+        }
+        return Ok(());
     }
     match (
-        stat_capture(&settings.before),
-        stat_capture(&settings.after),
+        loader::stat_capture(&settings.before, &settings.output_dir, kind),
+        loader::stat_capture(&settings.after, &settings.output_dir, kind),
     ) {
         (Some(_), Some(_)) if !settings.fail_if.is_empty() => {
             return Err(Error::Usage(
@@ -47,6 +58,11 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
             ))
         }
         (Some(b), Some(a)) => return compare_stat(&b, &a, settings.json),
+        (None, None) if kind == Some("stat") => {
+            return Err(Error::Usage(
+                "--kind stat compares two stat captures: BEFORE and AFTER must each be one, or a target that has one".into(),
+            ))
+        }
         (None, None) => {}
         (b, _) => {
             let (stat, other) = if b.is_some() {
@@ -60,10 +76,73 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
             )));
         }
     }
-    let before_set = loader::load_set(&settings.before, &settings.output_dir)?;
-    let after_set = loader::load_set(&settings.after, &settings.output_dir)?;
+    // A side the store chooses (a target, a session) is of the kind asked for, else of the
+    // kind of a capture named on the other side, else cpu; a capture named is taken as it
+    // is (of the kind asked for, if one is).
+    let named_before = loader::named_kind(&settings.before, &settings.output_dir);
+    let named_after = loader::named_kind(&settings.after, &settings.output_dir);
+    let chosen: Option<String> = kind
+        .map(str::to_string)
+        .or_else(|| named_before.clone())
+        .or_else(|| named_after.clone());
+    let kind_of = |named: &Option<String>| match named {
+        Some(_) => kind,
+        None => chosen.as_deref(),
+    };
+    let before_set = loader::load_set_kind(
+        &settings.before,
+        &settings.output_dir,
+        kind_of(&named_before),
+    )?;
+    let after_set =
+        loader::load_set_kind(&settings.after, &settings.output_dir, kind_of(&named_after))?;
+    for (side, set) in [("BEFORE", &before_set), ("AFTER", &after_set)] {
+        if let Some(how) = &set.whole.picked {
+            crate::say!("diff: {side} is {how}");
+        }
+    }
+    if let Some(why) = loader::mixed_measures(&before_set.whole, &after_set.whole) {
+        if !mixed {
+            return Err(Error::Usage(format!(
+                "{why}: diff compares shares of one measure. Compare captures of one kind (--kind \
+                 cpu|offcpu|heap picks a target's newest of that kind), or pass --mixed to compare them anyway"
+            )));
+        }
+        crate::warn!("{why}; compared anyway (--mixed): the shares are of different measures");
+    }
+    // The flamegraph goes beside AFTER's capture (else BEFORE's) unless -o says.
+    let beside = (!settings.svg.output_given)
+        .then(|| {
+            after_set
+                .whole
+                .capture
+                .clone()
+                .or(before_set.whole.capture.clone())
+        })
+        .flatten();
+    if let Some(capture) = &beside {
+        let stem = |l: &Loaded| match &l.capture {
+            Some(c) => c.name(),
+            None => l
+                .path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.split('.').next())
+                .unwrap_or("profile")
+                .to_string(),
+        };
+        settings.svg.output = SvgOutput::File(capture.dir.join(format!(
+            "diff-{}-{}.svg",
+            stem(&before_set.whole),
+            stem(&after_set.whole)
+        )));
+    }
     if before_set.is_set || after_set.is_set || !settings.fail_if.is_empty() {
-        return super::sets::diff(&settings, &before_set, &after_set);
+        let outcome = super::sets::diff(&settings, &before_set, &after_set);
+        if let Some(capture) = &beside {
+            list_beside(capture, &settings.svg.output);
+        }
+        return outcome;
     }
     let (before, after) = (before_set.whole, after_set.whole);
     let filtered = |l: &Loaded| -> Result<Folded> {
@@ -105,6 +184,9 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
         unit,
         &settings.svg.layout,
     )?;
+    if let Some(capture) = &beside {
+        list_beside(capture, &settings.svg.output);
+    }
 
     let measure = match settings.measure {
         Measure::SelfTime => "self",
@@ -112,8 +194,8 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
     };
     if settings.json {
         let json = serde_json::json!({
-            "before": {"file": before.path, "total": diff.before_total, "unit": before.unit},
-            "after": {"file": after.path, "total": diff.after_total, "unit": after.unit},
+            "before": {"file": before.path, "capture": before.capture.as_ref().map(|c| c.name()), "total": diff.before_total, "unit": before.unit},
+            "after": {"file": after.path, "capture": after.capture.as_ref().map(|c| c.name()), "total": diff.after_total, "unit": after.unit},
             "measure": measure,
             "flamegraph": match &settings.svg.output {
                 SvgOutput::File(p) => Some(p.clone()),
@@ -124,7 +206,7 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
         });
         let text = serde_json::to_string_pretty(&json).unwrap_or_default();
         match settings.svg.output {
-            SvgOutput::Stdout => eprintln!("{text}"),
+            SvgOutput::Stdout => crate::say!("{text}"),
             SvgOutput::File(_) => crate::outln!("{text}"),
         }
         return Ok(());
@@ -145,10 +227,25 @@ pub fn run(args: DiffArgs, output_dir: PathBuf) -> Result<()> {
         out.push_str(&format!("\ndifferential flamegraph: {}\n", path.display()));
     }
     match settings.svg.output {
-        SvgOutput::Stdout => eprint!("{out}"),
+        SvgOutput::Stdout => crate::ui::term::eprint(&out),
         SvgOutput::File(_) => crate::out!("{out}"),
     }
     Ok(())
+}
+
+/// Lists a flamegraph written beside a capture in its manifest (`catalog::list_beside`):
+/// `clean` removes it with the capture. A manifest that cannot be written again (a store
+/// shared read-only) only loses that.
+fn list_beside(capture: &Capture, output: &SvgOutput) {
+    if let SvgOutput::File(path) = output {
+        if let Err(e) = catalog::list_beside(capture, path) {
+            crate::note!(
+                "{} is not listed in {}: {e}",
+                path.display(),
+                capture.manifest_path.display()
+            );
+        }
+    }
 }
 
 fn section(heading: &str, rows: &[&DiffRow]) -> String {
@@ -172,16 +269,6 @@ fn section(heading: &str, rows: &[&DiffRow]) -> String {
         2,
     ));
     out
-}
-
-/// The stat capture a reference names: a file of one (its `.json` manifest or `.csv`).
-fn stat_capture(profile: &ProfileRef) -> Option<Capture> {
-    match profile {
-        ProfileRef::File(path) => {
-            loader::capture_of_file(path).filter(|c| c.manifest.kind == "stat")
-        }
-        ProfileRef::Newest(_) => None,
-    }
 }
 
 /// Two stat captures: per counter the change and, with repeats, the noise and a verdict.

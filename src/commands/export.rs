@@ -1,25 +1,33 @@
 //! `devprof export CAPTURE --format pprof|speedscope|firefox|collapsed [-o FILE]`: a capture
 //! in the format of a tool users already have; `devprof export SESSION --format
 //! firefox|speedscope`: every container of a `devprof profile` session in one file, on the
-//! session's shared clock. The captures' folded stacks, timelines, markers and manifests
-//! are read here; the writers in `export/` are pure.
+//! session's shared clock. CAPTURE is resolved as every store command resolves a name
+//! (`store::loader::resolve`: a target's newest capture of `--kind`, cpu by default, said on
+//! stderr); the export goes beside the capture in the store unless `-o` says. The captures'
+//! folded stacks, timelines, markers and manifests are read here; the writers in `export/`
+//! are pure.
 
 use crate::cli::ExportArgs;
 use crate::error::{Error, Result};
 use crate::export::{firefox_json, pprof_gz, Source, Unit};
 use crate::settings::store::{ExportFormat, ExportSettings};
-use crate::store::catalog::Capture;
+use crate::store::catalog;
 use crate::store::{loader, units};
 use std::path::{Path, PathBuf};
 
-pub use super::export_out::{json_bytes, read_timeline, write_export};
+pub use super::export_out::{json_bytes, read_timeline, store_export_name, write_export};
 
 pub fn run(args: ExportArgs, output_dir: PathBuf) -> Result<()> {
+    let kind = args.kind.map(|k| k.name());
     let settings = ExportSettings::from_args(args, output_dir)?;
     if let Some(session) = super::export_session::find(&settings.capture, &settings.output_dir)? {
-        return super::export_session::run(&settings, &session);
+        return super::export_session::run(&settings, &session, kind);
     }
-    let (folded_path, capture) = loader::find_capture(&settings.capture, &settings.output_dir)?;
+    let resolved = loader::resolve(&settings.capture, &settings.output_dir, kind)?;
+    if let Some(how) = &resolved.picked {
+        crate::say!("export: {how}");
+    }
+    let (folded_path, capture) = (resolved.path, resolved.capture);
     let folded = loader::read(&folded_path)?;
     let kind = capture.as_ref().map_or("", |c| c.manifest.kind.as_str());
     let unit = match loader::unit_of(&folded_path, capture.as_ref()) {
@@ -63,8 +71,8 @@ pub fn run(args: ExportArgs, output_dir: PathBuf) -> Result<()> {
         ExportFormat::Speedscope | ExportFormat::Firefox
     );
     if timed && timeline.is_none() && kind == "cpu" {
-        eprintln!(
-            "warning: {} has no .timeline: samples are exported without their times and threads",
+        crate::warn!(
+            "{} has no .timeline: samples are exported without their times and threads",
             folded_path.display()
         );
     }
@@ -92,10 +100,28 @@ pub fn run(args: ExportArgs, output_dir: PathBuf) -> Result<()> {
             out
         }
     };
-    let default_stem = capture
-        .as_ref()
-        .map_or_else(|| file_stem(&folded_path), Capture::name);
-    write_export(&settings, &bytes, &default_stem)
+    // Beside the capture in the store, else in the current directory.
+    let default = match &capture {
+        Some(c) => c.dir.join(store_export_name(&c.name(), settings.format)),
+        None => PathBuf::from(format!(
+            "{}.{}",
+            file_stem(&folded_path),
+            settings.format.extension()
+        )),
+    };
+    let written = write_export(&settings, &bytes, &default)?;
+    if let (Some(path), Some(c)) = (written, &capture) {
+        if path == default {
+            if let Err(e) = catalog::list_beside(c, &path) {
+                crate::note!(
+                    "{} is not listed in {}: {e}",
+                    path.display(),
+                    c.manifest_path.display()
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 fn file_stem(path: &Path) -> String {

@@ -3,26 +3,32 @@
 
 use crate::error::{Error, Result};
 use crate::profile::timeline::Timeline;
-use crate::settings::store::{ExportOutput, ExportSettings};
-use std::io::Write;
+use crate::settings::store::{ExportFormat, ExportOutput, ExportSettings};
 use std::path::{Path, PathBuf};
 
-/// Writes an export where `settings` says: standard output, a file, or
-/// `./<default_stem>.<extension>`.
-pub fn write_export(settings: &ExportSettings, bytes: &[u8], default_stem: &str) -> Result<()> {
+/// Writes an export where `settings` says: standard output, a file, or `default` (beside
+/// the capture in the store, or in the current directory). Returns the file written.
+pub fn write_export(
+    settings: &ExportSettings,
+    bytes: &[u8],
+    default: &Path,
+) -> Result<Option<PathBuf>> {
     match &settings.output {
-        ExportOutput::Stdout => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(bytes)
-                .and_then(|()| out.flush())
-                .or_else(crate::ui::output::reader_gone)
-                .map_err(|e| Error::io("write the export to standard output", e))
-        }
-        ExportOutput::File(path) => write_whole(path, bytes),
-        ExportOutput::Default => {
-            let path = PathBuf::from(format!("{default_stem}.{}", settings.format.extension()));
-            write_whole(&path, bytes)
-        }
+        ExportOutput::Stdout => crate::ui::term::data(bytes)
+            .map(|()| None)
+            .map_err(|e| Error::io("write the export to standard output", e)),
+        ExportOutput::File(path) => write_whole(path, bytes).map(|()| Some(path.clone())),
+        ExportOutput::Default => write_whole(default, bytes).map(|()| Some(default.to_path_buf())),
+    }
+}
+
+/// The name of an export beside its capture in the store: `<capture>.<format's extension>`,
+/// but `<capture>.pprof.pb.gz` for pprof, as a capture by Go's pprof keeps its own profile
+/// as `<capture>.pb.gz`.
+pub fn store_export_name(capture: &str, format: ExportFormat) -> String {
+    match format {
+        ExportFormat::Pprof => format!("{capture}.pprof.{}", format.extension()),
+        other => format!("{capture}.{}", other.extension()),
     }
 }
 
@@ -47,6 +53,6 @@ fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&partial);
         return Err(Error::io(format!("write {}", path.display()), e));
     }
-    eprintln!("wrote {} ({} bytes)", path.display(), bytes.len());
+    crate::say!("wrote {} ({} bytes)", path.display(), bytes.len());
     Ok(())
 }

@@ -18,7 +18,9 @@ use crate::profile::timeline::Timeline;
 use crate::settings::store::{ExportFormat, ExportSettings};
 use crate::store::catalog::Capture;
 use crate::store::loader::{self, ProfileRef};
-use crate::store::session::{self, clock_shift_of, ClockShift, SessionRecord, SESSIONS_DIR};
+use crate::store::lookup;
+use crate::store::names::Reference;
+use crate::store::session::{clock_shift_of, ClockShift, SessionRecord};
 use crate::store::{SESSION_FOLDED, SESSION_TIMELINE};
 use std::path::{Path, PathBuf};
 
@@ -28,7 +30,8 @@ pub struct Session {
     pub record: SessionRecord,
 }
 
-/// The session `what` names, if it names one.
+/// The session `what` names, if it names one: a session manifest's file, or a name in the
+/// store that is a session's (`session`, `session-…`; see `store::names`).
 pub fn find(what: &ProfileRef, output_dir: &Path) -> Result<Option<Session>> {
     let read = |path: PathBuf| -> Option<Session> {
         let text = std::fs::read_to_string(&path).ok()?;
@@ -40,24 +43,16 @@ pub fn find(what: &ProfileRef, output_dir: &Path) -> Result<Option<Session>> {
             Ok(read(path.clone()))
         }
         ProfileRef::File(_) => Ok(None),
-        ProfileRef::Newest(name) if name == "session" => {
-            let newest = session::list(output_dir)?
-                .pop()
-                .map(|(path, record)| Session { path, record });
-            newest.map(Some).ok_or_else(|| {
-                Error::Usage(format!(
-                    "no session in {}: `devprof profile` records one",
-                    output_dir.join(SESSIONS_DIR).display()
-                ))
-            })
-        }
-        ProfileRef::Newest(name) if name.starts_with("session-") => {
-            let path = output_dir.join(SESSIONS_DIR).join(format!("{name}.json"));
-            read(path.clone())
-                .map(Some)
-                .ok_or_else(|| Error::Usage(format!("no session manifest {}", path.display())))
-        }
-        ProfileRef::Newest(_) => Ok(None),
+        ProfileRef::Newest(name) => match Reference::parse(name) {
+            Some(Reference::Session(_)) => match lookup::find(output_dir, name)? {
+                lookup::Found::Session { path, record } => Ok(Some(Session {
+                    path,
+                    record: *record,
+                })),
+                _ => Ok(None),
+            },
+            _ => Ok(None),
+        },
     }
 }
 
@@ -72,7 +67,9 @@ struct Loaded {
     note: Option<String>,
 }
 
-pub fn run(settings: &ExportSettings, session: &Session) -> Result<()> {
+/// Writes the session's timeline. `kind`: the kind each container contributes (default
+/// its cpu capture, else its offcpu one).
+pub fn run(settings: &ExportSettings, session: &Session, kind: Option<&str>) -> Result<()> {
     if !matches!(
         settings.format,
         ExportFormat::Firefox | ExportFormat::Speedscope
@@ -88,9 +85,18 @@ pub fn run(settings: &ExportSettings, session: &Session) -> Result<()> {
         .map(|c| c.container.as_str())
         .collect();
     containers.dedup();
+    let kinds: Vec<&str> = match kind {
+        Some(k @ ("cpu" | "offcpu")) => vec![k],
+        Some(k) => {
+            return Err(Error::Usage(format!(
+                "a session exports its cpu or offcpu captures as one timeline, not {k}: --kind cpu or offcpu"
+            )))
+        }
+        None => vec!["cpu", "offcpu"],
+    };
     let mut loaded = Vec::new();
     for container in containers {
-        let chosen = ["cpu", "offcpu"].iter().find_map(|kind| {
+        let chosen = kinds.iter().find_map(|kind| {
             session
                 .record
                 .captures
@@ -98,7 +104,10 @@ pub fn run(settings: &ExportSettings, session: &Session) -> Result<()> {
                 .find(|c| c.container == container && c.kind == *kind && c.manifest.is_some())
         });
         let Some(manifest) = chosen.and_then(|c| c.manifest.as_ref()) else {
-            eprintln!("note: {container}: no cpu or offcpu capture in the session; left out");
+            crate::note!(
+                "{container}: no {} capture in the session; left out",
+                kinds.join(" or ")
+            );
             continue;
         };
         let mut one = load(container, &settings.output_dir.join(manifest))?;
@@ -148,7 +157,8 @@ pub fn run(settings: &ExportSettings, session: &Session) -> Result<()> {
         ExportFormat::Firefox => firefox_profile(&title, &inputs),
         _ => speedscope_session(&title, &inputs),
     };
-    write_export(settings, &json_bytes(&value), &title)
+    let default = PathBuf::from(format!("{title}.{}", settings.format.extension()));
+    write_export(settings, &json_bytes(&value), &default).map(|_| ())
 }
 
 fn load(container: &str, manifest: &Path) -> Result<Loaded> {
@@ -170,7 +180,7 @@ fn load(container: &str, manifest: &Path) -> Result<Loaded> {
     let folded_path = match &cut {
         Some((folded, _)) => folded.clone(),
         None => capture
-            .file_with_extension("folded")
+            .main_folded()
             .ok_or_else(|| Error::Usage(format!("{} lists no .folded file", manifest.display())))?,
     };
     let folded = loader::read(&folded_path)?;

@@ -20,7 +20,7 @@ use crate::symbols::perfmap::{PerfMap, PERF_MAP_LIMIT};
 use crate::ui::Reporter;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub fn run(args: FoldArgs, report: &Reporter) -> Result<()> {
     let weight = match args.weight {
@@ -48,7 +48,7 @@ pub fn run(args: FoldArgs, report: &Reporter) -> Result<()> {
         }
         // A reader that went away (`| head`) ends the output; it is not an error.
         None => folded
-            .write_to(BufWriter::new(io::stdout().lock()))
+            .write_to(BufWriter::new(crate::ui::term::data_writer()))
             .or_else(crate::ui::output::reader_gone),
     }
     .map_err(|e| Error::io("write folded stacks", e))?;
@@ -64,10 +64,10 @@ pub fn run(args: FoldArgs, report: &Reporter) -> Result<()> {
     if let (Some(timeline), Some(page)) = (&args.timeline, &args.heatmap) {
         write_heatmap_file(timeline, &args.title, &unit, page)?;
     }
-    eprintln!("{}", counted.summary());
+    crate::say!("{}", counted.summary());
     if report.verbose() {
         if let Some(phases) = report.phases() {
-            eprint!("{phases}");
+            crate::ui::term::eprint(&phases);
         }
     }
     Ok(())
@@ -170,8 +170,8 @@ fn fold_perf_data(args: &FoldArgs, report: &Reporter) -> Result<Folded> {
         Error::HostPerfMissing { .. } => needs_perf_script(args, call_graph, symfs),
         e => e,
     })?;
-    eprintln!(
-        "note: {} was recorded with {}, which devprof does not unwind itself: folded through \
+    crate::note!(
+        "{} was recorded with {}, which devprof does not unwind itself: folded through \
          this host's perf script",
         args.input.display(),
         call_graph.describe()
@@ -209,9 +209,15 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph, report: &Reporter) -> R
     // does.
     let loader = Loader::new(false);
     let mut seen = |path: &str| {
+        let binary = match under_symfs(&args.symfs, path) {
+            Ok(binary) => binary,
+            Err(why) => {
+                crate::say!("not read: {} ({why})", crate::text::printable(path));
+                return;
+            }
+        };
         let (symfs, path) = (args.symfs.clone(), path.to_string());
         loader.load_found(path.clone(), move || {
-            let binary = symfs.join(path.trim_start_matches('/'));
             let debug = debugfile::find_for(&symfs, &path, &binary);
             ModuleFiles { binary, debug }
         });
@@ -222,7 +228,7 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph, report: &Reporter) -> R
             if path == "[vdso]" {
                 return vdso.clone().map(stacks::Image::Owned);
             }
-            stacks::Image::map(&args.symfs.join(path.trim_start_matches('/'))).ok()
+            stacks::Image::map(&under_symfs(&args.symfs, path).ok()?).ok()
         };
         stacks::read_unwound(&args.input, keep_samples, &open, &mut seen)
     } else {
@@ -251,15 +257,19 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph, report: &Reporter) -> R
     let mut failed = loaded.failed;
     failed.sort();
     for (path, e) in failed {
-        eprintln!("no symbols for {path}: {e}");
+        // Paths named by the recording's mmap events: the recorded program's.
+        crate::say!("no symbols for {}: {e}", crate::text::printable(&path));
     }
     for pid in raw.jit_pids() {
         let map = args.symfs.join(format!("tmp/perf-{pid}.map"));
-        match PerfMap::read(&map, PERF_MAP_LIMIT) {
+        let read = under_symfs(&args.symfs, &format!("/tmp/perf-{pid}.map"))
+            .map_err(|why| io::Error::other(why.to_string()))
+            .and_then(|safe| PerfMap::read(&safe, PERF_MAP_LIMIT));
+        match read {
             Ok(names) => {
                 symbols.perf_maps.insert(pid, names);
             }
-            Err(e) => eprintln!(
+            Err(e) => crate::say!(
                 "no names for the JIT code of process {pid}: {} {e}",
                 map.display()
             ),
@@ -281,15 +291,16 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph, report: &Reporter) -> R
     })?;
     report.mark("stacks named and folded");
     if fold.unwind_incomplete > 0 {
-        eprintln!(
-            "note: {} of {} samples have user stacks that could not be unwound to their first \
+        crate::note!(
+            "{} of {} samples have user stacks that could not be unwound to their first \
              function (folded as far as they go)",
-            fold.unwind_incomplete, fold.samples
+            fold.unwind_incomplete,
+            fold.samples
         );
     }
     if fold.jit_samples > 0 {
-        eprintln!(
-            "note: {} samples are in JIT code of processes without a perf map (named by file)",
+        crate::note!(
+            "{} samples are in JIT code of processes without a perf map (named by file)",
             fold.jit_samples
         );
     }
@@ -297,6 +308,34 @@ fn fold_natively(args: &FoldArgs, call_graph: CallGraph, report: &Reporter) -> R
 }
 
 /// `perf script` text, streamed through the parallel folder.
+/// The file a recording names (`path`, absolute in the recorded container) under `symfs`,
+/// when it is safe to read: a path that climbs out (`..`), a link that leads outside
+/// `symfs`, and anything but a regular file (a FIFO or a device would hang the read or
+/// feed it forever) are refused, with why. A file that is not there is left for the
+/// reader to report.
+fn under_symfs(symfs: &Path, path: &str) -> std::result::Result<PathBuf, &'static str> {
+    use std::path::Component;
+    let relative = Path::new(path.trim_start_matches('/'));
+    if relative
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err("the path climbs out of --symfs");
+    }
+    let joined = symfs.join(relative);
+    let Ok(real) = std::fs::canonicalize(&joined) else {
+        return Ok(joined);
+    };
+    let root = std::fs::canonicalize(symfs).map_err(|_| "--symfs cannot be read")?;
+    if !real.starts_with(&root) {
+        return Err("a link leads outside --symfs");
+    }
+    match std::fs::metadata(&real) {
+        Ok(m) if m.is_file() => Ok(real),
+        _ => Err("not a regular file"),
+    }
+}
+
 fn fold_script(args: &FoldArgs, weight: Weight) -> Result<Counted> {
     let input: Box<dyn Read> = if args.input.as_os_str() == "-" {
         Box::new(io::stdin().lock())
@@ -359,6 +398,49 @@ fn with_timeline<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (security round two, finding 9): `fold --symfs` joined the recording's
+    /// paths without a `..` check and opened FIFOs (a hang), and a link in a `docker
+    /// export` led to the host's files.
+    #[test]
+    fn only_regular_files_inside_symfs_are_read() {
+        let root = tempfile::tempdir().unwrap();
+        let symfs = root.path().join("root");
+        std::fs::create_dir_all(symfs.join("usr/lib")).unwrap();
+        std::fs::write(symfs.join("usr/lib/libok.so"), b"elf").unwrap();
+        std::fs::write(root.path().join("secret"), b"host").unwrap();
+        std::os::unix::fs::symlink(root.path().join("secret"), symfs.join("usr/lib/out.so"))
+            .unwrap();
+        std::os::unix::fs::symlink("libok.so", symfs.join("usr/lib/in.so")).unwrap();
+        let fifo = symfs.join("usr/lib/fifo.so");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+
+        let ok = std::fs::canonicalize(symfs.join("usr/lib/libok.so")).unwrap();
+        assert_eq!(under_symfs(&symfs, "/usr/lib/libok.so"), Ok(ok.clone()));
+        assert_eq!(under_symfs(&symfs, "/usr/lib/in.so"), Ok(ok));
+        assert_eq!(
+            under_symfs(&symfs, "/usr/lib/../../../secret"),
+            Err("the path climbs out of --symfs")
+        );
+        assert_eq!(
+            under_symfs(&symfs, "/usr/lib/out.so"),
+            Err("a link leads outside --symfs")
+        );
+        assert_eq!(
+            under_symfs(&symfs, "/usr/lib/fifo.so"),
+            Err("not a regular file")
+        );
+        assert_eq!(under_symfs(&symfs, "/usr/lib"), Err("not a regular file"));
+        // Not there: the reader says so, as before.
+        assert_eq!(
+            under_symfs(&symfs, "/usr/lib/gone.so"),
+            Ok(symfs.join("usr/lib/gone.so"))
+        );
+    }
 
     #[test]
     fn a_periods_total_is_named_in_its_unit() {

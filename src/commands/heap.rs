@@ -63,7 +63,10 @@ fn human_summary(outcome: &Captured) -> String {
             ));
         }
     }
-    out.push_str(&output::files_written(&outcome.files));
+    out.push_str(&output::files_written(
+        &outcome.files,
+        outcome.manifest.markers_kept,
+    ));
     for (path, _) in &outcome.files {
         let name = path.to_string_lossy();
         match path.extension().and_then(|e| e.to_str()) {

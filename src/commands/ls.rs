@@ -1,9 +1,12 @@
-//! `devprof ls`: the captures in the store, from their manifests.
+//! `devprof ls`: the captures in the store, from their manifests: all of them, a target's,
+//! one capture by its name, or a session's (the names of `store::names`).
 
 use crate::cli::LsArgs;
 use crate::error::Result;
 use crate::settings::store::LsSettings;
 use crate::store::catalog::{self, Capture};
+use crate::store::lookup::{self, Found};
+use crate::store::names::Reference;
 use crate::store::session;
 use crate::ui::table;
 use crate::units::human_bytes;
@@ -15,7 +18,19 @@ pub fn run(args: LsArgs, output_dir: PathBuf) -> Result<()> {
     if settings.sessions {
         return list_sessions(&settings);
     }
-    let captures = catalog::list(&settings.output_dir, settings.container.as_deref())?;
+    let captures = match settings.container.as_deref() {
+        // A capture's name or a session's: that capture, the session's captures.
+        Some(name) if !matches!(Reference::parse(name), Some(Reference::Target(_))) => {
+            match lookup::find(&settings.output_dir, name)? {
+                Found::Capture(capture) => vec![*capture],
+                Found::Session { record, .. } => {
+                    lookup::session_captures(&settings.output_dir, &record)
+                }
+                Found::Target { captures, .. } => captures,
+            }
+        }
+        target => catalog::list(&settings.output_dir, target)?,
+    };
     if settings.container.is_none() && !captures.is_empty() {
         // The store's index, from what was just read (a read-only store keeps its old one).
         let _ = crate::store::index::rebuild_from(&settings.output_dir, &captures);
@@ -106,6 +121,7 @@ pub fn human_table(captures: &[Capture]) -> String {
                 c.manifest.files.len().to_string(),
                 human_bytes(c.bytes_on_disk()),
                 c.name(),
+                part_of(c),
             ]
         })
         .collect();
@@ -119,8 +135,9 @@ pub fn human_table(captures: &[Capture]) -> String {
             "FILES",
             "SIZE",
             "CAPTURE",
+            "PART OF",
         ],
-        "LLLRRRRL",
+        "LLLRRRRLL",
         &rows,
         0,
     );
@@ -132,6 +149,29 @@ pub fn human_table(captures: &[Capture]) -> String {
         human_bytes(total)
     ));
     out
+}
+
+/// The session of `devprof profile` a capture belongs to and whether it is a capture set
+/// (`--repeat K`: K windows), for the PART OF column; `-` for neither.
+fn part_of(c: &Capture) -> String {
+    let mut parts = Vec::new();
+    if let Some(session) = session_of(c) {
+        parts.push(session);
+    }
+    if !c.manifest.parts.is_empty() {
+        parts.push(format!("set of {}", c.manifest.parts.len()));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The session's name (its manifest's stem, as `view`, `export` and `top` take it).
+fn session_of(c: &Capture) -> Option<String> {
+    let file = c.manifest.session.as_deref()?;
+    Some(file.strip_suffix(".json").unwrap_or(file).to_string())
 }
 
 fn json_row(c: &Capture) -> serde_json::Value {
@@ -157,6 +197,8 @@ fn json_row(c: &Capture) -> serde_json::Value {
         "events": c.manifest.events,
         "interrupted": c.manifest.interrupted,
         "manifest": c.manifest_path,
+        "session": session_of(c),
+        "set_windows": (!c.manifest.parts.is_empty()).then_some(c.manifest.parts.len()),
         "files": files,
         "bytes": c.bytes_on_disk(),
     })

@@ -23,6 +23,7 @@ pub mod slices;
 pub mod stat;
 pub mod summarize;
 pub mod top;
+pub mod trust;
 pub mod view;
 
 use crate::capture::CaptureCtx;
@@ -38,7 +39,7 @@ pub fn main() -> i32 {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            crate::say!("error: cannot start the async runtime: {e}");
             return exit::FAILURE;
         }
     };
@@ -49,7 +50,7 @@ pub fn main() -> i32 {
     let code = match result {
         Ok(()) => exit::OK,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::say!("error: {e}");
             e.exit_code()
         }
     };
@@ -98,13 +99,15 @@ pub async fn dispatch(cli: Cli) -> Result<()> {
         Command::Summarize(args) => summarize::run(args),
         Command::Build(args) => build::run(args, &report).await,
         Command::Compose(args) => compose::run(args).await,
+        Command::Trust(args) => trust::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
     }
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP for the rest of the run.
 fn interrupts() -> Result<Interrupts> {
-    Interrupts::install().map_err(|e| Error::io("install signal handlers", e))
+    Interrupts::install(crate::ui::term::eprint_line)
+        .map_err(|e| Error::io("install signal handlers", e))
 }
 
 /// A capture command's context: Ctrl-C and the marker rules `--mark` asked for (where the
@@ -156,7 +159,7 @@ fn closing(
     crate::ui::output::emit(as_json, json, human, &outcome.warnings);
     if ctx.report.verbose() {
         if let Some(phases) = ctx.report.phases() {
-            eprint!("{phases}");
+            crate::ui::term::eprint(&phases);
         }
     }
     if open {
@@ -170,6 +173,6 @@ fn open_flamegraph(manifest: &crate::store::Manifest, manifest_path: &std::path:
     let dir = manifest_path.parent().unwrap_or(std::path::Path::new("."));
     match manifest.flamegraphs().first() {
         Some(svg) => crate::ui::browser::open_result(&dir.join(svg)),
-        None => eprintln!("--open: the capture wrote no flamegraph to open"),
+        None => crate::say!("--open: the capture wrote no flamegraph to open"),
     }
 }

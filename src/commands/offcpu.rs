@@ -20,7 +20,10 @@ fn human_summary(outcome: &Captured) -> String {
     let mut out = outcome.text.clone().unwrap_or_default();
     out.push_str(&output::process_line(&outcome.manifest));
     out.push('\n');
-    out.push_str(&output::files_written(&outcome.files));
+    out.push_str(&output::files_written(
+        &outcome.files,
+        outcome.manifest.markers_kept,
+    ));
     for (path, _) in &outcome.files {
         let name = path.to_string_lossy();
         if name.ends_with(&format!(".{}", plot::THREADS_PLOT)) {

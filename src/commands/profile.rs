@@ -30,7 +30,7 @@ pub async fn run(args: ProfileArgs, output_dir: PathBuf, ctx: &mut CaptureCtx) -
     for capture in &outcome.captures {
         if let Ok(done) = &capture.result {
             for warning in &done.warnings {
-                eprintln!("warning: {} {}: {warning}", capture.container, capture.kind);
+                crate::warn!("{} {}: {warning}", capture.container, capture.kind);
             }
         }
     }
@@ -62,7 +62,7 @@ pub fn row_cells(r: &SessionRow) -> Vec<String> {
             let sign = if b < 0 { "-" } else { "+" };
             format!("{sign}{}", human_bytes(b.unsigned_abs()))
         }),
-        cell(r.offcpu_s, |s| format!("{s:.1} s")),
+        cell(r.offcpu_s, |s| format!("{s:.1} thread-s")),
         match (&r.verdict, r.errors.is_empty()) {
             (_, false) => "failed".into(),
             (Some(v), true) => v.bound.label().into(),

@@ -1,6 +1,8 @@
 //! `devprof render FILE`: a flamegraph again, from folded stacks (or perf.data), with
 //! another layout, palette or filter; `devprof render --heatmap CAPTURE`: the capture's
-//! time heatmap page again.
+//! time heatmap page again. A name in the store is resolved as every store command
+//! resolves it (`store::loader::resolve`: a target's newest capture of `--kind`, cpu by
+//! default, said on stderr).
 
 use crate::cli::RenderArgs;
 use crate::error::{Error, Result};
@@ -11,21 +13,31 @@ use crate::store::loader::{self, ProfileRef};
 use std::path::PathBuf;
 
 pub fn run(mut args: RenderArgs, output_dir: PathBuf) -> Result<()> {
+    let kind = args.kind.map(|k| k.name());
     if args.heatmap {
-        return heatmap(args, output_dir);
+        return heatmap(args, output_dir, kind);
     }
-    // A TARGET (not a file) means its newest capture's folded stacks.
+    // A name in the store (not a file) means a capture's folded stacks.
     let text = args.file.to_string_lossy().into_owned();
     if args.slices.slice.is_none() {
-        if let Ok(target @ ProfileRef::Newest(_)) = ProfileRef::parse(&text, "FILE") {
-            args.file = loader::find_capture(&target, &output_dir)?.0;
+        if let Ok(name @ ProfileRef::Newest(_)) = ProfileRef::parse(&text, "FILE") {
+            let resolved = loader::resolve(&name, &output_dir, kind)?;
+            if let Some(how) = &resolved.picked {
+                crate::say!("render: {how}");
+            }
+            args.file = resolved.path;
         }
     }
     let slices = args.slices.clone();
     let settings = RenderSettings::from_args(args)?;
     if let Some(mark) = &slices.slice {
         let text = settings.input.to_string_lossy().into_owned();
-        let sliced = super::slices::load(&ProfileRef::parse(&text, "CAPTURE")?, &output_dir, mark)?;
+        let sliced = super::slices::load(
+            &ProfileRef::parse(&text, "CAPTURE")?,
+            &output_dir,
+            mark,
+            kind,
+        )?;
         let dir = match &settings.svg.output {
             SvgOutput::File(p) if settings.svg.output_given => Some(p.clone()),
             SvgOutput::File(_) => None,
@@ -88,14 +100,17 @@ fn report(output: &SvgOutput, folded: &Folded, unit: &str) {
     );
     match output {
         SvgOutput::File(path) => crate::outln!("flamegraph: {} ({what})", path.display()),
-        SvgOutput::Stdout => eprintln!("{what}"),
+        SvgOutput::Stdout => crate::say!("{what}"),
     }
 }
 
-fn heatmap(args: RenderArgs, output_dir: PathBuf) -> Result<()> {
+fn heatmap(args: RenderArgs, output_dir: PathBuf, kind: Option<&str>) -> Result<()> {
     let text = args.file.to_string_lossy().into_owned();
-    let (folded, capture) =
-        loader::find_capture(&ProfileRef::parse(&text, "CAPTURE")?, &output_dir)?;
+    let resolved = loader::resolve(&ProfileRef::parse(&text, "CAPTURE")?, &output_dir, kind)?;
+    if let Some(how) = &resolved.picked {
+        crate::say!("render: {how}");
+    }
+    let (folded, capture) = (resolved.path, resolved.capture);
     let capture = capture.ok_or_else(|| {
         Error::Usage(format!(
             "{} is not part of a capture devprof wrote (no manifest beside it): the heatmap needs the capture's .timeline",

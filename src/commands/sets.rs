@@ -111,7 +111,7 @@ pub fn top(
         &cells,
         2,
     ));
-    print!("{out}");
+    crate::out!("{out}");
     Ok(())
 }
 
@@ -176,8 +176,8 @@ pub fn diff(settings: &DiffSettings, before: &LoadedSet, after: &LoadedSet) -> R
         SvgOutput::Stdout => None,
     };
     let emit = |text: String| match settings.svg.output {
-        SvgOutput::Stdout => eprint!("{text}"),
-        SvgOutput::File(_) => print!("{text}"),
+        SvgOutput::Stdout => crate::ui::term::eprint(&text),
+        SvgOutput::File(_) => crate::out!("{text}"),
     };
     if settings.json {
         let value = serde_json::json!({

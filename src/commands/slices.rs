@@ -39,10 +39,19 @@ impl Sliced {
     }
 }
 
-/// Loads `profile`'s timeline and markers and cuts it at the markers named `mark`.
-pub fn load(profile: &ProfileRef, output_dir: &Path, mark: &str) -> Result<Sliced> {
-    let (_, capture) = loader::find_capture(profile, output_dir)?;
-    let capture = capture.ok_or_else(|| {
+/// Loads `profile`'s timeline and markers and cuts it at the markers named `mark`; a name
+/// in the store stands for its capture of `kind` (`loader::resolve`).
+pub fn load(
+    profile: &ProfileRef,
+    output_dir: &Path,
+    mark: &str,
+    kind: Option<&str>,
+) -> Result<Sliced> {
+    let resolved = loader::resolve(profile, output_dir, kind)?;
+    if let Some(how) = &resolved.picked {
+        crate::say!("--slice: {how}");
+    }
+    let capture = resolved.capture.ok_or_else(|| {
         Error::Usage(
             "--slice needs a capture devprof wrote (its manifest, timeline and markers), not a bare .folded file".into(),
         )
@@ -126,6 +135,12 @@ pub fn load(profile: &ProfileRef, output_dir: &Path, mark: &str) -> Result<Slice
 }
 
 impl Sliced {
+    /// Stacks rooted at their thread, for rankings and comparisons: an off-CPU capture's
+    /// have the event above it (`loader::thread_rooted`).
+    fn rooted(&self, folded: &Folded) -> Folded {
+        loader::thread_rooted(folded.clone(), Some(&self.capture), self.unit())
+    }
+
     fn label(&self, i: usize) -> String {
         self.markers.markers[self.slices[i].interval.marker].label()
     }
@@ -220,7 +235,7 @@ pub fn top(sliced: &Sliced, slowest_n: Option<usize>, limit: usize, json: bool) 
     let tops: Vec<Vec<top::Row>> = match slowest_n {
         Some(_) => which
             .iter()
-            .map(|i| top::by_self(&sliced.slices[*i].folded, limit))
+            .map(|i| top::by_self(&sliced.rooted(&sliced.slices[*i].folded), limit))
             .collect(),
         None => Vec::new(),
     };
@@ -310,8 +325,8 @@ pub fn diff(
         reason: Some(format!("no interval of marker '{}'", sliced.mark)),
         hint: "record longer".into(),
     })?;
-    let before: &Folded = &sliced.slices[mid].folded;
-    let after = merged(&sliced.slices, &slow);
+    let before: &Folded = &sliced.rooted(&sliced.slices[mid].folded);
+    let after = sliced.rooted(&merged(&sliced.slices, &slow));
     for (what, f) in [
         ("the median interval", before),
         ("the slowest intervals", &after),
@@ -361,7 +376,7 @@ pub fn diff(
         }))
         .unwrap_or_default();
         match output {
-            SvgOutput::Stdout => eprintln!("{text}"),
+            SvgOutput::Stdout => crate::say!("{text}"),
             SvgOutput::File(_) => crate::outln!("{text}"),
         }
         return Ok(());
@@ -393,7 +408,7 @@ pub fn diff(
         out.push_str(&format!("\ndifferential flamegraph: {}\n", p.display()));
     }
     match output {
-        SvgOutput::Stdout => eprint!("{out}"),
+        SvgOutput::Stdout => crate::ui::term::eprint(&out),
         SvgOutput::File(_) => crate::out!("{out}"),
     }
     Ok(())

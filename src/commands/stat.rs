@@ -82,7 +82,10 @@ fn human_summary(outcome: &Captured) -> String {
     for d in &stat.derived {
         out.push_str(&format!("{}: {}\n", d.name, d.text));
     }
-    out.push_str(&output::files_written(&outcome.files));
+    out.push_str(&output::files_written(
+        &outcome.files,
+        outcome.manifest.markers_kept,
+    ));
     out
 }
 

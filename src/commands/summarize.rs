@@ -56,7 +56,7 @@ pub fn run(args: SummarizeArgs) -> Result<()> {
             )
         );
     }
-    eprintln!(
+    crate::say!(
         "{} records in {elapsed:.3} s ({:.0} events/s)",
         records,
         outcome.summary.total_events as f64 / elapsed.max(1e-9)

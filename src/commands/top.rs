@@ -1,5 +1,7 @@
-//! `devprof top FILE|TARGET`: the heaviest functions of a profile, who calls a family of
-//! frames, and how the samples split between modules.
+//! `devprof top FILE|CAPTURE|TARGET`: the heaviest functions of a profile, who calls a
+//! family of frames, and how the samples split between modules. A name in the store is
+//! resolved as every store command resolves it (`store::loader::resolve`); a target's
+//! capture is its newest of `--kind` (cpu by default), and a line on stderr says which.
 
 use crate::cli::TopArgs;
 use crate::error::{Error, Result};
@@ -12,12 +14,14 @@ use std::path::PathBuf;
 
 pub fn run(args: TopArgs, output_dir: PathBuf) -> Result<()> {
     let slices = args.slices.clone();
+    let kind = args.kind.map(|k| k.name());
     let settings = TopSettings::from_args(args, output_dir)?;
     if let Some(mark) = &slices.slice {
-        let sliced = super::slices::load(&settings.profile, &settings.output_dir, mark)?;
+        let sliced = super::slices::load(&settings.profile, &settings.output_dir, mark, kind)?;
         return super::slices::top(&sliced, slices.slowest, settings.limit, settings.json);
     }
-    let set = loader::load_set(&settings.profile, &settings.output_dir)?;
+    let set = loader::load_set_kind(&settings.profile, &settings.output_dir, kind)?;
+    say_picked("top", &set.whole);
     if set.is_set && settings.callers.is_none() && settings.modules.is_none() {
         return super::sets::top(
             &set,
@@ -53,6 +57,7 @@ pub fn run(args: TopArgs, output_dir: PathBuf) -> Result<()> {
         let json = serde_json::json!({
             "file": loaded.path,
             "capture": loaded.capture.as_ref().map(|c| c.name()),
+            "kind": loaded.capture.as_ref().map(|c| c.manifest.kind.as_str()),
             "total": total,
             "unit": loaded.unit,
             "self": by_self,
@@ -105,6 +110,14 @@ pub fn run(args: TopArgs, output_dir: PathBuf) -> Result<()> {
     }
     crate::out!("{out}");
     Ok(())
+}
+
+/// The line that says which capture a name in the store stood for, on stderr (nothing
+/// when the command was given the capture itself).
+pub fn say_picked(command: &str, loaded: &loader::Loaded) {
+    if let Some(how) = &loaded.picked {
+        crate::say!("{command}: {how}");
+    }
 }
 
 fn callers_text(c: &Callers, unit: &str, pattern: &str, module: Option<&str>) -> String {

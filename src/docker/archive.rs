@@ -13,6 +13,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use std::fs;
 use std::io::{self, Read};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
 /// The most one copy-out may bring home. What is copied is named by the container (a
@@ -175,9 +176,12 @@ where
         })?;
         let path = dest.join(&target_relative);
         create_parents_inside(dest, &target_relative)?;
+        // Private (0600): what comes out of a container (recordings, heap dumps, binaries
+        // for symbols) is for this user only.
         let mut file = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&path)
             .map_err(io_err(format!("create {}", path.display())))?;
         written.push(path.clone());
@@ -229,10 +233,13 @@ fn create_parents_inside(dest: &Path, relative: &Path) -> Result<(), ArchiveErro
                     source: io::Error::from(io::ErrorKind::AlreadyExists),
                 })
             }
-            Err(_) => fs::create_dir(&current).map_err(|source| ArchiveError::Io {
-                context: format!("create {}", current.display()),
-                source,
-            })?,
+            Err(_) => fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&current)
+                .map_err(|source| ArchiveError::Io {
+                    context: format!("create {}", current.display()),
+                    source,
+                })?,
         }
     }
     Ok(())

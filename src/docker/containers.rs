@@ -108,11 +108,14 @@ pub struct ContainerState {
     pub exit_code: Option<i64>,
 }
 
+/// Longest the engine may take to remove a container (it stops it first).
+const REMOVE_LIMIT: Duration = Duration::from_secs(30);
+
 impl Docker {
-    /// Creates and starts a sidecar; it idles (`sleep`) until commands are run in it.
-    pub async fn start_sidecar(&self, spec: &SidecarSpec) -> Result<ContainerInfo> {
+    /// Creates a sidecar named `name` (`sidecar_name`); started (`start_sidecar`), it idles
+    /// (`sleep`) until commands are run in it.
+    pub async fn create_sidecar(&self, spec: &SidecarSpec, name: &str) -> Result<ContainerInfo> {
         use bollard::models::{ContainerCreateBody, HostConfig};
-        let name = sidecar_name(&spec.target_id);
         let expires = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
@@ -139,21 +142,38 @@ impl Docker {
             ..Default::default()
         };
         let created = self
-            .create_named(&name, body, &format!("sidecar from {}", spec.image))
+            .create_named(name, body, &format!("sidecar from {}", spec.image))
             .await?;
-        if let Err(e) = self.client.start_container(&created.id, None).await {
-            self.remove_container(&created.id).await;
-            return Err(api_error(&format!("start sidecar from {}", spec.image), e));
-        }
         Ok(ContainerInfo {
             id: created.id,
-            name,
+            name: name.to_string(),
             image: spec.image.clone(),
             state: "running".into(),
             service: None,
             project: None,
             labels: Default::default(),
         })
+    }
+
+    /// Starts a sidecar `create_sidecar` made; one that does not start is removed.
+    pub async fn start_sidecar(&self, sidecar: &ContainerInfo) -> Result<()> {
+        if let Err(e) = self.client.start_container(&sidecar.id, None).await {
+            self.remove_container(&sidecar.id).await;
+            return Err(api_error(
+                &format!("start sidecar from {}", sidecar.image),
+                e,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Removes the sidecars this process made for the target `target_id` (a capture given
+    /// up while it set one up: the target stopped, or Ctrl-C); the names are known before
+    /// the containers are, so a create cut short leaves nothing either.
+    pub async fn remove_sidecars_named(&self, names: &[String]) {
+        for name in names {
+            self.remove_container(name).await;
+        }
     }
 
     /// Creates a container named `name`; `what` says what it is in the error.
@@ -183,14 +203,28 @@ impl Docker {
             .force(true)
             .v(true)
             .build();
-        if let Err(e) = self.client.remove_container(id, Some(options)).await {
+        let removed = tokio::time::timeout(
+            REMOVE_LIMIT,
+            self.client.remove_container(id, Some(options)),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(bollard::errors::Error::IOError {
+                err: std::io::Error::other(format!(
+                    "the engine did not remove it within {} s",
+                    REMOVE_LIMIT.as_secs()
+                )),
+            })
+        });
+        if let Err(e) = removed {
             let text = e.to_string();
             if text.contains("already in progress") {
                 // Auto-removal won the race (a sidecar whose target died): it is gone
                 // once the engine says so, not when it started removing it.
                 self.until_removed(id).await;
             } else if !text.contains("No such container") && !text.contains("404") {
-                eprintln!("warning: could not remove container {id}: {text}");
+                let line = format!("warning: could not remove container {id}: {text}");
+                eprintln!("{}", crate::text::terminal(&line));
             }
         }
     }
@@ -279,6 +313,23 @@ impl Docker {
                 exit_code: None,
             }),
             Err(e) => Err(api_error(&format!("inspect container {container}"), e)),
+        }
+    }
+
+    /// Removes the sidecars this process made for the target `target_id`, once the target
+    /// stopped during their set-up: they shared its pids and died with it, and the engine
+    /// removes them itself; this is the backstop for one it has not.
+    pub async fn remove_own_sidecars_of(&self, target_id: &str) {
+        let own = std::process::id().to_string();
+        let Ok(sidecars) = self.containers_with_label(SIDECAR_LABEL).await else {
+            return;
+        };
+        for sidecar in sidecars {
+            if sidecar.labels.get(SIDECAR_LABEL).map(String::as_str) == Some(target_id)
+                && sidecar.labels.get(CREATOR_PID_LABEL) == Some(&own)
+            {
+                self.remove_container(&sidecar.id).await;
+            }
         }
     }
 

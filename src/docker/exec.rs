@@ -334,8 +334,33 @@ impl Docker {
         self.exec_collected(container, user, argv, None).await
     }
 
-    /// `exec_as`, on a standby of `standbys` where one waits (as root only).
+    /// `exec_as`, on a standby of `standbys` where one waits (as root only), given up
+    /// after `EXEC_LIMIT`.
     async fn exec_collected(
+        &self,
+        container: &str,
+        user: Option<&str>,
+        argv: &[&str],
+        standbys: Option<&Standbys>,
+    ) -> Result<ExecOutput> {
+        let collected = self.exec_collected_unbounded(container, user, argv, standbys);
+        match tokio::time::timeout(EXEC_LIMIT, collected).await {
+            Ok(output) => output,
+            Err(_) => Err(Error::Docker {
+                action: format!(
+                    "run {} in container {container}",
+                    crate::text::printable(argv.first().copied().unwrap_or("a command"))
+                ),
+                reason: format!(
+                    "it did not finish within {} s (devprof's limit for one command); check that the container \
+                     still runs (`docker ps`) and the engine answers",
+                    EXEC_LIMIT.as_secs()
+                ),
+            }),
+        }
+    }
+
+    async fn exec_collected_unbounded(
         &self,
         container: &str,
         user: Option<&str>,
@@ -359,6 +384,11 @@ impl Docker {
         Ok(output)
     }
 }
+
+/// Longest one command whose output is collected may run: a backstop for an exec whose
+/// stream never ends (its container removed under it); the set-up and the steps after the
+/// window have shorter limits of their own and also watch the target.
+const EXEC_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The chunks of `rx` up to `limit` bytes, and whether more came: then the receiver is
 /// closed, so the sender drains the rest without keeping it.
@@ -406,8 +436,13 @@ impl Docker {
         else {
             return Ok(false);
         };
-        let file = std::fs::File::create_new(dest)
-            .map_err(|e| Error::io(format!("create {}", dest.display()), e))?;
+        // Private (0600): a recording carries the target's (and the kernel's) addresses.
+        let file = std::os::unix::fs::OpenOptionsExt::mode(
+            std::fs::OpenOptions::new().write(true).create_new(true),
+            0o600,
+        )
+        .open(dest)
+        .map_err(|e| Error::io(format!("create {}", dest.display()), e))?;
         let (tx, mut reader) = pipe::channel();
         let writing = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
             let mut writer = BufWriter::with_capacity(1 << 20, file);

@@ -20,6 +20,7 @@ pub mod probe;
 pub mod ssh;
 pub mod standby;
 pub mod target;
+pub mod trust;
 pub mod wire;
 pub mod workdir;
 

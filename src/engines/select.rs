@@ -251,7 +251,7 @@ async fn asprof_source(options: &AsprofOptions, subject: &Subject<'_>) -> Option
     let found = release::find_in_container(subject.shell).await;
     let named = subject.facts.env("ASYNC_PROFILER_HOME");
     if let Some(note) = release::ignored_home_note(named, found.as_deref()) {
-        eprintln!("note: {note}");
+        crate::note!("{note}");
     }
     found.map(AsprofSource::Container)
 }

@@ -31,6 +31,78 @@ impl SvgSpec {
     }
 }
 
+/// inferno's script sets the frames' width to the drawing's width less 20 px as it loads:
+/// in a frame not laid out yet (the viewer's sandboxed frames run in a process of their
+/// own, which learns its size a moment later) that is -20, an error in the console until
+/// the resize that follows. Its width is kept at 0 or more instead.
+const FLUID_WIDTH_LINE: &str =
+    "frames.attributes.width.value = svg.width.baseVal.value - xpad * 2;";
+const FLUID_WIDTH_KEPT: &str =
+    "frames.attributes.width.value = Math.max(0, svg.width.baseVal.value - xpad * 2);";
+
+/// A writer that replaces every `from` in what passes through it with `to`, holding back
+/// only as much as a match cut between two writes needs.
+struct Replacing<W: Write> {
+    out: W,
+    from: &'static [u8],
+    to: &'static [u8],
+    held: Vec<u8>,
+}
+
+impl<W: Write> Replacing<W> {
+    fn new(out: W, from: &'static str, to: &'static str) -> Self {
+        Replacing {
+            out,
+            from: from.as_bytes(),
+            to: to.as_bytes(),
+            held: Vec::new(),
+        }
+    }
+
+    /// Writes what is held (the end of the stream: no match can complete any more).
+    fn finish(mut self) -> io::Result<()> {
+        self.out.write_all(&self.held)?;
+        self.out.flush()
+    }
+}
+
+impl<W: Write> Write for Replacing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.held.extend_from_slice(buf);
+        let mut start = 0;
+        while let Some(at) = self.held[start..]
+            .windows(self.from.len())
+            .position(|w| w == self.from)
+        {
+            self.out.write_all(&self.held[start..start + at])?;
+            self.out.write_all(self.to)?;
+            start += at + self.from.len();
+        }
+        // Keep the tail that may begin a match the next write completes.
+        let keep = (self.from.len() - 1).min(self.held.len() - start);
+        let end = self.held.len() - keep;
+        self.out.write_all(&self.held[start..end])?;
+        self.held.drain(..end);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// inferno's drawing of `lines` with `options`, its script's fluid width kept at 0 or more.
+fn draw<'a, W: Write>(
+    options: &mut Options,
+    lines: impl IntoIterator<Item = &'a str>,
+    out: W,
+) -> io::Result<()> {
+    let mut patched = Replacing::new(out, FLUID_WIDTH_LINE, FLUID_WIDTH_KEPT);
+    flamegraph::from_lines(options, lines, &mut patched)
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    patched.finish()
+}
+
 pub fn write_svg<W: Write>(folded: &Folded, spec: &SvgSpec, out: W) -> io::Result<()> {
     let mut options = Options::default();
     options.title = spec.title.clone();
@@ -39,8 +111,7 @@ pub fn write_svg<W: Write>(folded: &Folded, spec: &SvgSpec, out: W) -> io::Resul
     options.colors = spec.palette;
     options.hash = true; // stable colours per function across renders
     let lines: Vec<String> = folded.lines().collect();
-    flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
-        .map_err(|e| io::Error::other(e.to_string()))
+    draw(&mut options, lines.iter().map(String::as_str), out)
 }
 
 /// How `devprof render` and `diff` lay a flamegraph out.
@@ -93,8 +164,7 @@ pub fn write_svg_lines<W: Write>(
         options.direction = flamegraph::Direction::Inverted;
     }
     // from_lines sorts the lines itself (no_sort is off).
-    flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
-        .map_err(|e| io::Error::other(e.to_string()))
+    draw(&mut options, lines.iter().map(String::as_str), out)
 }
 
 /// The line under a differential flamegraph's title (`devprof diff` and the viewer).
@@ -198,4 +268,40 @@ pub fn write_heatmap_file(timeline: &Path, title: &str, unit: &str, path: &Path)
         return Err(Error::io(format!("write {}", path.display()), e));
     }
     Ok(data.samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn through(chunks: &[&str]) -> String {
+        let mut out = Vec::new();
+        let mut w = Replacing::new(&mut out, "abcd", "XY");
+        for chunk in chunks {
+            w.write_all(chunk.as_bytes()).unwrap();
+        }
+        w.finish().unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_replacement_is_made_whole_however_the_writes_cut_the_match() {
+        assert_eq!(through(&["xxabcdyy"]), "xxXYyy");
+        assert_eq!(through(&["xxab", "cdyy"]), "xxXYyy");
+        assert_eq!(through(&["x", "a", "b", "c", "d", "abcd"]), "xXYXY");
+        assert_eq!(through(&["abc"]), "abc");
+        assert_eq!(through(&[""]), "");
+    }
+
+    /// Regression: a flamegraph loaded in a frame not laid out yet set its frames' width to
+    /// -20 (a console error in the viewer's Chromium test, now and then).
+    #[test]
+    fn a_flamegraphs_fluid_width_is_never_negative() {
+        let folded = Folded::from_folded_text("main;work 5\nmain;idle 2\n");
+        let mut svg = Vec::new();
+        write_svg(&folded, &SvgSpec::cpu("t".into(), None), &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        assert!(svg.contains(FLUID_WIDTH_KEPT), "inferno's script changed");
+        assert!(!svg.contains(FLUID_WIDTH_LINE));
+    }
 }

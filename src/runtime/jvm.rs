@@ -4,7 +4,7 @@
 
 use super::ProcessFacts;
 use crate::docker::{ExecOutput, Shell};
-use crate::text::quote;
+use crate::text::{printable, quote};
 use std::time::Duration;
 
 /// The HotSpot options that matter to profiling, as the running JVM sees them.
@@ -150,7 +150,9 @@ pub async fn write_perf_map(
     jcmd_result(&ran)
 }
 
-/// Whether jcmd's run succeeded; jcmd reports attach failures on stdout with exit 1.
+/// Whether jcmd's run succeeded; jcmd reports attach failures on stdout with exit 1. Err:
+/// the line of jcmd's reply that says why, as the container printed it but on one line
+/// (`printable`: an escape sequence in it is shown, not obeyed).
 pub fn jcmd_result(out: &ExecOutput) -> std::result::Result<(), String> {
     let text = format!("{}\n{}", out.stdout, out.stderr);
     let failed_text = text.contains("Exception") || text.contains("Could not find");
@@ -161,9 +163,8 @@ pub fn jcmd_result(out: &ExecOutput) -> std::result::Result<(), String> {
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.ends_with(':'))
-        .unwrap_or("jcmd failed without a message")
-        .to_string();
-    Err(line)
+        .unwrap_or("jcmd failed without a message");
+    Err(printable(line))
 }
 
 #[cfg(test)]
@@ -254,5 +255,15 @@ mod tests {
         assert!(jcmd_result(&refused)
             .unwrap_err()
             .starts_with("com.sun.tools.attach.AttachNotSupportedException"));
+        // The reply is the container's: its escape sequences are shown, not obeyed.
+        let forged = ExecOutput {
+            stdout: "7:\nException \u{1b}[1A\u{1b}[2K\r\u{9b}2K\u{2713} ok\u{7}\n".into(),
+            exit_code: Some(1),
+            ..Default::default()
+        };
+        assert_eq!(
+            jcmd_result(&forged).unwrap_err(),
+            "Exception \\u{1b}[1A\\u{1b}[2K\\r\\u{9b}2K\u{2713} ok\\u{7}"
+        );
     }
 }

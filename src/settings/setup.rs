@@ -36,6 +36,19 @@ pub struct BuildSettings {
     pub no_cache: bool,
     pub network: String,
     pub check: bool,
+    /// The settings of this build `.env` gave.
+    pub from_dotenv: Vec<String>,
+}
+
+/// Whether a build's image becomes a trusted profiler image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfilerTrust {
+    /// A source build makes a program's image, not a profiler's.
+    NotAProfiler,
+    /// A tools build from the user's flags and environment only.
+    Trusted,
+    /// A tools build `.env` steered (these keys): built, not trusted.
+    SteeredByDotenv(Vec<String>),
 }
 
 fn image_reference() -> Regex {
@@ -78,6 +91,7 @@ fn split_words(values: &[String]) -> Vec<String> {
 
 impl BuildSettings {
     pub fn from_args(args: BuildArgs) -> Result<Self> {
+        let from_dotenv = args.from_dotenv;
         let (kind, common, default_tag) = match args.kind {
             BuildKindArgs::Source(a) => {
                 let source_dir = a.source.clone();
@@ -128,7 +142,23 @@ impl BuildSettings {
                 (BuildKind::Tools { from }, a.common, Some(tag))
             }
         };
-        Self::with_common(kind, common, default_tag)
+        let mut settings = Self::with_common(kind, common, default_tag)?;
+        settings.from_dotenv = from_dotenv;
+        Ok(settings)
+    }
+
+    /// Whether the image built is trusted as a profiler image: a tools build (perf added
+    /// to an image) whose settings came only from flags and the environment. A `.env` that
+    /// names the tag, the image to extend or the network would otherwise choose what a
+    /// sidecar runs as root.
+    pub fn profiler_trust(&self) -> ProfilerTrust {
+        match (&self.kind, self.from_dotenv.is_empty()) {
+            (BuildKind::Source(_), _) => ProfilerTrust::NotAProfiler,
+            (BuildKind::Tools { .. }, true) => ProfilerTrust::Trusted,
+            (BuildKind::Tools { .. }, false) => {
+                ProfilerTrust::SteeredByDotenv(self.from_dotenv.clone())
+            }
+        }
     }
 
     fn with_common(
@@ -173,6 +203,7 @@ impl BuildSettings {
             no_cache: common.no_cache,
             network: common.network.trim().to_string(),
             check: !common.no_check,
+            from_dotenv: Vec::new(),
         })
     }
 }
@@ -300,6 +331,61 @@ impl DoctorSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn build_settings(args: &[&str], dotenv: &[(&str, &str)]) -> BuildSettings {
+        let env = crate::cli::dotenv::DotEnv::from_entries(
+            dotenv.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        let raw = std::iter::once("devprof")
+            .chain(args.iter().copied())
+            .map(std::ffi::OsString::from)
+            .collect();
+        match crate::cli::Cli::parse_with(raw, &env).unwrap().command {
+            crate::cli::Command::Build(b) => BuildSettings::from_args(b).unwrap(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_a_tools_build_from_flags_and_the_environment_becomes_a_trusted_profiler_image() {
+        let tools = [
+            "build",
+            "tools",
+            "debian:bookworm-slim",
+            "-t",
+            "devprof-profiler:latest",
+        ];
+        assert_eq!(
+            build_settings(&tools, &[]).profiler_trust(),
+            ProfilerTrust::Trusted
+        );
+        assert_eq!(
+            build_settings(
+                &tools[..3],
+                &[("DEVPROF_BUILD_TAG", "devprof-profiler:latest")]
+            )
+            .profiler_trust(),
+            ProfilerTrust::SteeredByDotenv(vec!["DEVPROF_BUILD_TAG".into()])
+        );
+        assert_eq!(
+            build_settings(&tools, &[("DEVPROF_BUILD_NETWORK", "attacker-net")]).profiler_trust(),
+            ProfilerTrust::SteeredByDotenv(vec!["DEVPROF_BUILD_NETWORK".into()])
+        );
+        let here = env!("CARGO_MANIFEST_DIR");
+        let source = [
+            "build",
+            "source",
+            here,
+            "-p",
+            "demo-node",
+            "-t",
+            "devprof-profiler:latest",
+        ];
+        assert_eq!(
+            build_settings(&source, &[]).profiler_trust(),
+            ProfilerTrust::NotAProfiler
+        );
+    }
 
     #[test]
     fn tools_tags() {

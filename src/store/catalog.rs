@@ -1,5 +1,6 @@
 //! The captures in the store, as their manifests describe them: listing (`devprof ls`,
-//! the newest capture for `top`/`diff`), the retention plan (`clean --older`), and the
+//! and for `store::lookup`, which finds what a name stands for), the files devprof writes
+//! beside a capture later (`list_beside`), the retention plan (`clean --older`), and the
 //! removal of the files a manifest says devprof wrote, never anything else.
 //!
 //! Only `*.json` files that are regular files and parse as a [`Manifest`] count; anything
@@ -8,6 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::store::names::{self, TargetName};
+use crate::store::session::SESSIONS_DIR;
 use crate::store::{FileRecord, Manifest};
 use crate::units::{human_bytes, thousands};
 use chrono::{DateTime, FixedOffset};
@@ -54,6 +56,27 @@ impl Capture {
                     .is_some_and(|e| e == extension)
             })
             .find_map(|f| listed_path(&self.dir, &f.name))
+    }
+
+    /// The capture's own folded stacks, on disk: `<stem>.folded` when the manifest lists it
+    /// (an off-CPU capture's event counts, not its `.offcpu.folded` time; a CPU capture's
+    /// whole window, not its `.session.folded` cut nor a set's parts), else the first
+    /// `.folded` it lists. None for a capture without stacks (stat).
+    pub fn main_folded(&self) -> Option<PathBuf> {
+        let own = format!("{}.folded", self.name());
+        self.manifest
+            .files
+            .iter()
+            .find(|f| f.name == own)
+            .and_then(|f| listed_path(&self.dir, &f.name))
+            .or_else(|| self.file_with_extension("folded"))
+            .filter(|p| p.is_file())
+    }
+
+    /// `perf-20261207-051036 (3 min ago)`: its name and age, as commands say which
+    /// capture they took.
+    pub fn named_with_age(&self) -> String {
+        format!("{} ({})", self.name(), ago(self.created))
     }
 
     /// What the capture's count counts, by kind: samples (cpu), events (offcpu), bytes
@@ -131,7 +154,8 @@ pub fn list(output_dir: &Path, container: Option<&str>) -> Result<Vec<Capture>> 
 pub fn dirs_of(output_dir: &Path, target: &str) -> Result<Vec<String>> {
     let name = TargetName::parse(target).ok_or_else(|| no_captures(output_dir, target))?;
     if let TargetName::Plain(plain) = &name {
-        if is_real_dir(&output_dir.join(plain)) {
+        // `sessions/` holds session manifests, not a container's captures.
+        if plain != SESSIONS_DIR && is_real_dir(&output_dir.join(plain)) {
             return Ok(vec![plain.clone()]);
         }
     }
@@ -147,7 +171,7 @@ pub fn dirs_of(output_dir: &Path, target: &str) -> Result<Vec<String>> {
     Ok(dirs)
 }
 
-fn list_dirs(output_dir: &Path, names: Vec<String>) -> Result<Vec<Capture>> {
+pub(super) fn list_dirs(output_dir: &Path, names: Vec<String>) -> Result<Vec<Capture>> {
     let mut captures = Vec::new();
     for name in names {
         let dir = output_dir.join(&name);
@@ -160,22 +184,7 @@ fn list_dirs(output_dir: &Path, names: Vec<String>) -> Result<Vec<Capture>> {
             {
                 continue;
             }
-            let Some(manifest) = fs::read_to_string(&path)
-                .ok()
-                .and_then(|text| serde_json::from_str::<Manifest>(&text).ok())
-            else {
-                continue; // not a devprof manifest (or a capture still being written)
-            };
-            let Ok(created) = DateTime::parse_from_rfc3339(&manifest.created) else {
-                continue;
-            };
-            captures.push(Capture {
-                container: name.clone(),
-                dir: dir.clone(),
-                manifest_path: path,
-                manifest,
-                created,
-            });
+            captures.extend(read_capture(&name, &dir, path));
         }
     }
     captures.sort_by(|a, b| {
@@ -187,12 +196,92 @@ fn list_dirs(output_dir: &Path, names: Vec<String>) -> Result<Vec<Capture>> {
     Ok(captures)
 }
 
-/// The error for a container with no captures, naming those that have some.
+/// The capture whose manifest is `path` in the container directory `name`, when it is a
+/// devprof manifest (not another JSON file, nor a capture still being written).
+pub(super) fn read_capture(name: &str, dir: &Path, path: PathBuf) -> Option<Capture> {
+    let manifest = fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Manifest>(&text).ok())?;
+    let created = DateTime::parse_from_rfc3339(&manifest.created).ok()?;
+    Some(Capture {
+        container: name.to_string(),
+        dir: dir.to_path_buf(),
+        manifest_path: path,
+        manifest,
+        created,
+    })
+}
+
+/// Lists `path`, a file devprof has just written beside a capture (an export, a
+/// differential flamegraph), among the capture's files: `clean` then removes it with the
+/// capture, and the viewer offers it. The manifest is read again and replaced whole; a
+/// file elsewhere is left out.
+pub fn list_beside(capture: &Capture, path: &Path) -> Result<()> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Ok(());
+    };
+    if path.parent() != Some(capture.dir.as_path()) || listed_path(&capture.dir, name).is_none() {
+        return Ok(());
+    }
+    let manifest_path = &capture.manifest_path;
+    let failed =
+        |what: &str, e: std::io::Error| Error::io(format!("{what} {}", manifest_path.display()), e);
+    let text = fs::read_to_string(manifest_path).map_err(|e| failed("read", e))?;
+    let mut manifest: Manifest =
+        serde_json::from_str(&text).map_err(|e| failed("read", std::io::Error::other(e)))?;
+    let bytes = crate::store::file_size(path);
+    match manifest.files.iter_mut().find(|f| f.name == name) {
+        Some(record) if record.bytes == bytes => return Ok(()),
+        Some(record) => record.bytes = bytes,
+        None => manifest.files.push(FileRecord {
+            name: name.to_string(),
+            bytes,
+        }),
+    }
+    let mut text = serde_json::to_string_pretty(&manifest)
+        .map_err(|e| failed("write", std::io::Error::other(e)))?;
+    text.push('\n');
+    // A temporary file of this process's own, renamed over the manifest: two commands
+    // listing files at once leave a whole manifest (the last one's), never a torn one.
+    let tmp = capture.dir.join(format!(
+        ".{}.json.{}.tmp",
+        capture.name(),
+        std::process::id()
+    ));
+    let written = fs::write(&tmp, text).and_then(|()| fs::rename(&tmp, manifest_path));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(failed("write", e));
+    }
+    Ok(())
+}
+
+/// How long ago `then` was, in the coarsest unit that says it: `12 s`, `3 min`, `5 h`,
+/// `2 days ago`.
+pub fn ago(then: DateTime<FixedOffset>) -> String {
+    let secs = (chrono::Local::now().fixed_offset() - then).num_seconds();
+    match secs {
+        i64::MIN..=0 => "just now".into(),
+        1..=59 => format!("{secs} s ago"),
+        60..=3599 => format!("{} min ago", secs / 60),
+        3600..=172_799 => format!("{} h ago", secs / 3600),
+        _ => format!("{} days ago", secs / 86_400),
+    }
+}
+
+/// The error for a reference the store does not know, naming the containers that have
+/// captures (directories holding at least one manifest; not `sessions/`).
 pub fn no_captures(output_dir: &Path, container: &str) -> Error {
+    let available = containers(output_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| d != SESSIONS_DIR)
+        .filter(|d| list_dirs(output_dir, vec![d.clone()]).is_ok_and(|c| !c.is_empty()))
+        .collect();
     Error::NoCaptures {
         container: container.to_string(),
         output_dir: output_dir.display().to_string(),
-        available: containers(output_dir).unwrap_or_default(),
+        available,
     }
 }
 
@@ -339,24 +428,6 @@ pub struct Leftover {
     pub files: Vec<(PathBuf, u64)>,
 }
 
-/// Whether `name` is a stem devprof makes: `<kind>-YYYYMMDD-HHMMSS[-N]`.
-fn is_stem_name(name: &str) -> bool {
-    let Some((kind, rest)) = name.split_once('-') else {
-        return false;
-    };
-    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
-    let parts: Vec<&str> = rest.split('-').collect();
-    let kind_ok = !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase());
-    let time_ok = match parts.as_slice() {
-        [d, t] => digits(d, 8) && digits(t, 6),
-        [d, t, n] => {
-            digits(d, 8) && digits(t, 6) && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
-        }
-        _ => false,
-    };
-    kind_ok && time_ok
-}
-
 /// The leftovers of killed captures in the store (one container or all) whose files are
 /// all older than `cutoff` (a capture running now has a fresh reservation).
 pub fn leftovers(
@@ -383,7 +454,7 @@ pub fn leftovers(
             .flatten()
             .filter_map(|e| e.file_name().to_str().map(str::to_string))
             .filter_map(|n| n.strip_suffix(".json").map(str::to_string))
-            .filter(|stem| is_stem_name(stem))
+            .filter(|stem| names::is_stem(stem))
             .collect();
         stems.sort();
         for stem in stems {
@@ -573,7 +644,7 @@ mod tests {
     #[test]
     fn stems_are_recognized_by_their_shape() {
         for good in ["perf-20261122-101500", "heap-20261122-101500-2"] {
-            assert!(is_stem_name(good), "{good}");
+            assert!(names::is_stem(good), "{good}");
         }
         for bad in [
             "perf",
@@ -582,7 +653,7 @@ mod tests {
             "Perf-20261122-101500",
             "x-20261122-101500-",
         ] {
-            assert!(!is_stem_name(bad), "{bad}");
+            assert!(!names::is_stem(bad), "{bad}");
         }
     }
 

@@ -1,14 +1,17 @@
-//! Reading a profile from disk for `render`, `top` and `diff`: folded stacks as they are,
-//! `perf script` text folded on the way in, perf.data through this host's perf (streamed
-//! into the folder), or a container's newest capture in the store.
+//! Reading a profile from disk for `render`, `top`, `diff` and `export`. Folded stacks are
+//! read as they are, `perf script` text folded on the way in, perf.data through this host's
+//! perf (streamed into the folder); a name in the store stands for a capture (`resolve`:
+//! the grammar of `store::names`, looked up by `lookup::find` and `lookup::pick`).
 
 use crate::error::{Error, Result};
 use crate::profile::folded::Folded;
 use crate::profile::perfscript::fold_perf_script;
 use crate::profile::perfscript::{fold, FoldOptions, SampleSink};
-use crate::store::catalog::{self, Capture};
-use crate::store::names::TargetName;
+use crate::store::catalog::Capture;
+use crate::store::lookup;
+use crate::store::names::Reference;
 use crate::store::units;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -17,33 +20,47 @@ use std::process::{Command, Stdio};
 /// Which profile a command reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProfileRef {
-    /// A file: .folded text, `perf script` text (.script), or perf.data (.data).
+    /// A file: .folded text, `perf script` text (.script), or perf.data (.data); or a file
+    /// of a capture (its .timeline or .json manifest).
     File(PathBuf),
-    /// A container directory in the store: its newest capture with folded stacks.
+    /// A name in the store (`store::names::Reference`): a target (its newest capture of the
+    /// kind asked for), a capture's stem, a session.
     Newest(String),
 }
 
+/// The extensions of the files a profile is read from.
+const PROFILE_EXTENSIONS: [&str; 6] = ["folded", "data", "script", "txt", "timeline", "json"];
+
 impl ProfileRef {
-    /// A path that exists, or that looks like one (a file extension devprof reads, or
-    /// more than the one `/` of `PROJECT/SERVICE`), is a file; otherwise it is a TARGET
-    /// (see `store::names`) whose newest capture is meant.
+    /// A path that exists is a file; so is a text that looks like one (a file extension
+    /// devprof reads, or more than the one `/` of `PROJECT/SERVICE` or `CONTAINER/STEM`)
+    /// unless it is a capture's stem or a session's name; anything else must be a name in the
+    /// store (see `store::names`).
     pub fn parse(text: &str, what: &str) -> Result<Self> {
         if text.trim().is_empty() {
             return Err(Error::Usage(format!("{what} is empty")));
         }
         let path = Path::new(text);
-        let looks_like_file = (text.contains('/') && TargetName::parse(text).is_none())
-            || path.extension().is_some_and(|e| {
-                ["folded", "data", "script", "txt", "timeline", "json"]
-                    .iter()
-                    .any(|x| e == *x)
-            });
-        if path.is_file() || (text.contains('/') && path.exists()) || looks_like_file {
+        if path.is_file() || (text.contains('/') && path.exists()) {
             return Ok(ProfileRef::File(path.to_path_buf()));
         }
-        if TargetName::parse(text).is_none() {
+        let reference = Reference::parse(text);
+        let named = matches!(
+            reference,
+            Some(Reference::Session(_) | Reference::Capture { .. })
+        );
+        let looks_like_file = (text.contains('/') && reference.is_none())
+            || path
+                .extension()
+                .is_some_and(|e| PROFILE_EXTENSIONS.iter().any(|x| e == *x));
+        if looks_like_file && !named {
+            return Ok(ProfileRef::File(path.to_path_buf()));
+        }
+        if reference.is_none() {
             return Err(Error::Usage(format!(
-                "{what} '{text}' is neither a file nor a target name (a container, an id prefix, SERVICE or PROJECT/SERVICE)"
+                "{what} '{text}' is neither a file nor a name in the store (a container, an id prefix, SERVICE, \
+                 PROJECT/SERVICE, a capture such as perf-20261207-051036 or CONTAINER/perf-20261207-051036, \
+                 a session)"
             )));
         }
         Ok(ProfileRef::Newest(text.to_string()))
@@ -57,41 +74,196 @@ const UNSYMBOLIZED_WARNING: f64 = 0.5;
 /// The fields `devprof cpu` asks of `perf script`, so host and container folds agree.
 pub const PERF_SCRIPT_FIELDS: &str = "comm,pid,tid,time,event,ip,sym,dso";
 
+/// The file a reference stands for, and the capture it is part of.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The folded stacks (or another profile file, when a file was given).
+    pub path: PathBuf,
+    /// The capture, when its manifest was found.
+    pub capture: Option<Capture>,
+    /// How the capture was taken from a target or a session (see `lookup::Picked`); None
+    /// when the reference named it.
+    pub picked: Option<String>,
+}
+
+/// What `profile` stands for, for a command that reads stacks: a file as it is (a
+/// capture's .timeline or .json manifest: its folded stacks); a name in the store, the
+/// capture `lookup::pick` takes (of `kind` when given) and its folded stacks. A capture
+/// of another kind than `kind` is an error, and so is one without stacks.
+pub fn resolve(profile: &ProfileRef, output_dir: &Path, kind: Option<&str>) -> Result<Resolved> {
+    let (path, capture, picked) = match profile {
+        ProfileRef::File(path) => {
+            let found = capture_of_file(path);
+            let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if let (Some(k), Some(c)) = (kind, &found) {
+                if c.manifest.kind != k {
+                    return Err(Error::Usage(format!(
+                        "{} is a file of {}, a {} capture, not {k} (--kind {k})",
+                        path.display(),
+                        c.name(),
+                        c.manifest.kind
+                    )));
+                }
+            }
+            if matches!(extension, "timeline" | "json") {
+                let c = found.ok_or_else(|| {
+                    Error::Usage(format!(
+                        "{} is not part of a capture devprof wrote (no manifest beside it); pass a .folded file",
+                        path.display()
+                    ))
+                })?;
+                let folded = stacks_of(&c)?;
+                (folded, Some(c), None)
+            } else {
+                (path.clone(), found, None)
+            }
+        }
+        ProfileRef::Newest(text) => {
+            let picked = lookup::pick(lookup::find(output_dir, text)?, text, kind)?;
+            let folded = stacks_of(&picked.capture)?;
+            (folded, Some(picked.capture), picked.how)
+        }
+    };
+    Ok(Resolved {
+        path,
+        capture,
+        picked,
+    })
+}
+
+/// A capture's own folded stacks, or the error for a capture without any.
+fn stacks_of(capture: &Capture) -> Result<PathBuf> {
+    capture.main_folded().ok_or_else(|| {
+        let stat = capture.manifest.kind == "stat";
+        Error::Usage(format!(
+            "{} {}; {}",
+            capture.manifest_path.display(),
+            if stat {
+                "is a stat capture (counters, no stacks)"
+            } else {
+                "lists no .folded file that is there"
+            },
+            if stat {
+                "`devprof diff` compares two stat captures"
+            } else {
+                "record it again"
+            }
+        ))
+    })
+}
+
 /// A profile read, with where it came from.
 #[derive(Debug, Clone)]
 pub struct Loaded {
     pub path: PathBuf,
     /// The capture it belongs to, when it was found through the store.
     pub capture: Option<Capture>,
+    /// Its stacks, each rooted at its thread (or process) name: an off-CPU capture's event
+    /// counts have the event above it, taken off here ([`thread_rooted`]).
     pub folded: Folded,
     /// What one count is (one of `store::units`).
     pub unit: &'static str,
+    /// How the capture was taken from a target or a session, for the line the command
+    /// prints (`lookup::Picked::how`).
+    pub picked: Option<String>,
 }
 
-/// Resolves a profile reference (a container means its newest capture with folded
-/// stacks) and reads it.
-pub fn load(profile: &ProfileRef, output_dir: &Path) -> Result<Loaded> {
-    let (path, capture) = match profile {
-        ProfileRef::File(path) => (path.clone(), None),
-        ProfileRef::Newest(container) => {
-            let capture = newest_with_folded(output_dir, container)?;
-            let path = capture
-                .file_with_extension("folded")
-                .expect("selected for having a .folded file");
-            (path, Some(capture))
+impl Loaded {
+    /// What its counts measure, in words (`CPU samples`, `off-CPU events`, ...).
+    pub fn measure(&self) -> &'static str {
+        measure_words(self.unit)
+    }
+
+    /// The capture's name, else the file's.
+    pub fn name(&self) -> String {
+        match &self.capture {
+            Some(c) => c.name(),
+            None => self
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
         }
-    };
-    let folded = read(&path)?;
-    let unit = match &capture {
-        Some(c) => unit_of(&path, Some(c)),
-        None => unit_of(&path, capture_of_file(&path).as_ref()),
-    };
+    }
+}
+
+/// A unit of `store::units` as the measure it is.
+pub fn measure_words(unit: &str) -> &'static str {
+    match unit {
+        units::EVENTS => "off-CPU events",
+        units::OFF_CPU_US => "off-CPU time (us)",
+        units::BYTES => "heap bytes",
+        _ => "CPU samples",
+    }
+}
+
+/// Why two profiles do not compare: they measure different things (CPU samples against
+/// off-CPU events or time, heap bytes, ...); None when they measure the same. `diff`
+/// refuses such a pair unless told (`--mixed`); the viewer's diff says it too.
+pub fn mixed_measures(before: &Loaded, after: &Loaded) -> Option<String> {
+    (before.unit != after.unit).then(|| {
+        format!(
+            "BEFORE ({}) counts {} and AFTER ({}) counts {}",
+            before.name(),
+            before.measure(),
+            after.name(),
+            after.measure()
+        )
+    })
+}
+
+/// Resolves a profile reference (a name in the store: the capture `resolve` takes, by
+/// default of kind cpu) and reads it.
+pub fn load(profile: &ProfileRef, output_dir: &Path) -> Result<Loaded> {
+    load_kind(profile, output_dir, None)
+}
+
+/// [`load`] of a capture of `kind` when the reference leaves the choice to the store.
+pub fn load_kind(profile: &ProfileRef, output_dir: &Path, kind: Option<&str>) -> Result<Loaded> {
+    let resolved = resolve(profile, output_dir, kind)?;
+    let path = resolved.path;
+    let capture = resolved.capture;
+    let unit = unit_of(&path, capture.as_ref());
+    let folded = thread_rooted(read(&path)?, capture.as_ref(), unit);
     Ok(Loaded {
         path,
         capture,
         folded,
         unit,
+        picked: resolved.picked,
     })
+}
+
+/// Stacks rooted at their thread (or process) name, as every capture but one writes them:
+/// an off-CPU capture's event counts are folded `EVENT;THREAD;frames`
+/// (`profile::offcpu::summary`), the event a root above the thread. Rankings and
+/// comparisons take the root as the thread and leave it out, so the event is taken off
+/// here (stacks that become the same are merged); anything else is returned as it is.
+pub fn thread_rooted(folded: Folded, capture: Option<&Capture>, unit: &str) -> Folded {
+    let Some(capture) = capture.filter(|c| c.manifest.kind == "offcpu") else {
+        return folded;
+    };
+    if unit != units::EVENTS {
+        return folded;
+    }
+    let events = &capture.manifest.events;
+    let rooted_at_an_event = |stack: &str| {
+        let root = stack.split(';').next().unwrap_or("");
+        stack.contains(';') && (events.iter().any(|e| e == root) || root.contains(':'))
+    };
+    if !folded.stacks.iter().all(|(s, _)| rooted_at_an_event(s)) {
+        return folded;
+    }
+    let mut merged: HashMap<String, u64> = HashMap::new();
+    for (stack, count) in folded.stacks {
+        let below = stack
+            .split_once(';')
+            .map_or("", |(_, rest)| rest)
+            .to_string();
+        let total = merged.entry(below).or_default();
+        *total = total.saturating_add(count);
+    }
+    Folded::from_pairs(merged.into_iter())
 }
 
 /// A profile as windows: a capture set's parts (each with its length), or one window.
@@ -105,20 +277,33 @@ pub struct LoadedSet {
     pub is_set: bool,
 }
 
-/// Reads a profile as windows: a container, a set's manifest or its whole .folded file
-/// give the set's parts; any other file is one window, with its capture's length when a
-/// manifest lies beside it.
+/// Reads a profile as windows: a name in the store, a set's manifest or its whole .folded
+/// file give the set's parts; any other file is one window, with its capture's length when
+/// a manifest lies beside it.
 pub fn load_set(profile: &ProfileRef, output_dir: &Path) -> Result<LoadedSet> {
-    let (path, capture) = find_capture(profile, output_dir)?;
+    load_set_kind(profile, output_dir, None)
+}
+
+/// [`load_set`] of a capture of `kind` when the reference leaves the choice to the store
+/// (as for [`resolve`]).
+pub fn load_set_kind(
+    profile: &ProfileRef,
+    output_dir: &Path,
+    kind: Option<&str>,
+) -> Result<LoadedSet> {
+    let resolved = resolve(profile, output_dir, kind)?;
+    let path = resolved.path.clone();
+    let capture = resolved.capture.clone();
     let whole = load(&ProfileRef::File(path.clone()), output_dir)?;
     let whole = Loaded {
         capture: capture.clone().or(whole.capture),
+        picked: resolved.picked,
         ..whole
     };
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let set = capture.filter(|c| {
         !c.manifest.parts.is_empty()
-            && c.file_with_extension("folded")
+            && c.main_folded()
                 .is_some_and(|f| f.file_name().and_then(|n| n.to_str()) == Some(name))
     });
     let Some(set) = set else {
@@ -183,44 +368,39 @@ pub fn unit_of(path: &Path, capture: Option<&Capture>) -> &'static str {
     })
 }
 
-/// The newest capture of `container` whose manifest lists a .folded file that exists.
-pub fn newest_with_folded(output_dir: &Path, container: &str) -> Result<Capture> {
-    catalog::list(output_dir, Some(container))?
-        .into_iter()
-        .rev()
-        .find(|c| c.file_with_extension("folded").is_some_and(|p| p.is_file()))
-        .ok_or_else(|| catalog::no_captures(output_dir, container))
+/// The kind of the capture a reference names outright (a file of a capture, a capture's
+/// stem), None for a target, a session, or a file outside the store.
+pub fn named_kind(profile: &ProfileRef, output_dir: &Path) -> Option<String> {
+    match profile {
+        ProfileRef::File(path) => capture_of_file(path).map(|c| c.manifest.kind),
+        ProfileRef::Newest(text) => match Reference::parse(text)? {
+            Reference::Capture { .. } => match lookup::find(output_dir, text).ok()? {
+                lookup::Found::Capture(c) => Some(c.manifest.kind),
+                _ => None,
+            },
+            _ => None,
+        },
+    }
 }
 
-/// The folded file of the capture, and the capture when its manifest is found.
-pub fn find_capture(capture: &ProfileRef, output_dir: &Path) -> Result<(PathBuf, Option<Capture>)> {
-    match capture {
-        ProfileRef::Newest(container) => {
-            let c = newest_with_folded(output_dir, container)?;
-            let folded = c
-                .file_with_extension("folded")
-                .expect("selected for having a .folded file");
-            Ok((folded, Some(c)))
-        }
-        ProfileRef::File(path) => {
-            let found = capture_of_file(path);
-            let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-            if matches!(extension, "timeline" | "json") {
-                let c = found.ok_or_else(|| {
-                    Error::Usage(format!(
-                        "{} is not part of a capture devprof wrote (no manifest beside it); pass a .folded file",
-                        path.display()
-                    ))
-                })?;
-                let folded = c.file_with_extension("folded").ok_or_else(|| {
-                    Error::Usage(format!(
-                        "the capture {} lists no .folded file",
-                        c.manifest_path.display()
-                    ))
-                })?;
-                return Ok((folded, Some(c)));
+/// The capture of a name in the store when it is a stat capture: the capture named, or a
+/// target's (a session's) newest stat capture with `kind` stat; None otherwise.
+pub fn stat_capture(
+    profile: &ProfileRef,
+    output_dir: &Path,
+    kind: Option<&str>,
+) -> Option<Capture> {
+    match profile {
+        ProfileRef::File(path) => capture_of_file(path).filter(|c| c.manifest.kind == "stat"),
+        ProfileRef::Newest(text) => {
+            let found = lookup::find(output_dir, text).ok()?;
+            if let lookup::Found::Capture(c) = &found {
+                return (c.manifest.kind == "stat").then(|| (**c).clone());
             }
-            Ok((path.clone(), found))
+            if kind != Some("stat") {
+                return None;
+            }
+            lookup::pick(found, text, kind).ok().map(|p| p.capture)
         }
     }
 }
@@ -382,12 +562,13 @@ pub fn fold_with_host_perf(
         });
     }
     if folded.unsymbolized_share() > UNSYMBOLIZED_WARNING {
-        eprintln!(
+        let line = format!(
             "warning: {:.0}% of the frames of {} are unsymbolized: this host's perf cannot see the \
              container's binaries. Use the .folded file devprof cpu wrote next to it instead.",
             folded.unsymbolized_share() * 100.0,
             path.display()
         );
+        eprintln!("{}", crate::text::terminal(&line));
     }
     Ok(folded)
 }

@@ -146,6 +146,9 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fold_path: Option<String>,
     pub files: Vec<FileRecord>,
+    /// How many markers from the target's log its `.markers` file keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub markers_kept: Option<usize>,
     pub notes: Vec<String>,
     /// The event config an off-CPU capture used (its path, or `built-in`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

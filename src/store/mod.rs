@@ -1,11 +1,13 @@
 //! The profile store: `profiling/<container>/<kind>-YYYYMMDD-HHMMSS.*`. `manifest` describes
 //! each capture and lists the files devprof wrote; `catalog` lists captures from their
-//! manifests and plans retention; `loader` reads profiles back. Only files a manifest lists
+//! manifests and plans retention; `names` is the grammar of the names the store answers to,
+//! `lookup` what a name stands for; `loader` reads profiles back. Only files a manifest lists
 //! are ever deleted.
 
 pub mod catalog;
 pub mod index;
 pub mod loader;
+pub mod lookup;
 pub mod manifest;
 pub mod names;
 pub mod session;
@@ -68,9 +70,10 @@ pub struct Stem {
 }
 
 impl Stem {
-    /// Reserves the first free stem `<prefix>-<timestamp>[-N]` in `dir` (created if needed).
+    /// Reserves the first free stem `<prefix>-<timestamp>[-N]` in `dir` (created if needed,
+    /// private: [`create_private_dirs`]).
     pub fn reserve(dir: &Path, prefix: &str, now: DateTime<Local>) -> Result<Stem> {
-        fs::create_dir_all(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+        create_private_dirs(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
         let base = format!("{prefix}-{}", now.format("%Y%m%d-%H%M%S"));
         for n in 1..1000 {
             let name = if n == 1 {
@@ -140,6 +143,18 @@ impl Stem {
     }
 }
 
+/// Creates `dir` and whichever of its parents are missing with mode 0700: the store holds
+/// recordings (perf.data with kernel addresses, heap dumps) and copies of the targets'
+/// binaries, which other users of the machine have no business reading. Directories that
+/// exist already keep the mode they have.
+pub fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// The directory of one container's captures.
 pub fn container_dir(output_dir: &Path, container: &str) -> PathBuf {
     output_dir.join(sanitize(container))
@@ -184,6 +199,26 @@ mod tests {
         assert_eq!(a.name(), "perf-20261122-101500");
         assert_eq!(b.name(), "perf-20261122-101500-2");
         assert!(a.path("json").exists() && b.path("json").exists());
+    }
+
+    #[test]
+    fn the_store_directories_a_stem_creates_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let store = root.path().join("profiling");
+        let dir = store.join("demo-seq");
+        Stem::reserve(&dir, "perf", Local::now()).unwrap();
+        for made in [&store, &dir] {
+            let mode = fs::metadata(made).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", made.display());
+        }
+        // A directory the user made keeps its mode.
+        let shared = root.path().join("shared");
+        fs::create_dir(&shared).unwrap();
+        fs::set_permissions(&shared, fs::Permissions::from_mode(0o755)).unwrap();
+        Stem::reserve(&shared, "perf", Local::now()).unwrap();
+        let mode = fs::metadata(&shared).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755);
     }
 
     #[test]

@@ -1,13 +1,114 @@
-//! The grammar of the names the store answers to. A TARGET is, in this order: a container
-//! name (its directory in the store), a container id prefix (hex, as the manifests record
-//! the id), or a compose service, `SERVICE` or `PROJECT/SERVICE` when several projects run
-//! one. Manifests record the compose project and service; captures from before they did
-//! are matched by their container's name, which compose makes `<project>-<service>-N`
-//! (`<project>_<service>_N` before Compose v2).
+//! The grammar of the names the store answers to, the same for every store command and the
+//! viewer. A reference ([`Reference`]) is, read from its text alone: `session` (the newest
+//! session) or a session's name (`session-YYYYMMDD-HHMMSS`, also as
+//! `sessions/session-…`); a capture's stem (`perf-20261207-051036`), alone or under a
+//! TARGET (`demo-seq/perf-20261207-051036`); or a TARGET. A TARGET is, in this order: a
+//! container name (its directory in the store), a container id prefix (hex, as the
+//! manifests record the id), or a compose service, `SERVICE` or `PROJECT/SERVICE` when
+//! several projects run one. Manifests record the compose project and service; captures
+//! from before they did are matched by their container's name, which compose makes
+//! `<project>-<service>-N` (`<project>_<service>_N` before Compose v2). Paths (a file of a
+//! capture) are told apart before this grammar, by `loader::ProfileRef`; `lookup::find`
+//! looks a reference up in the store.
 
 use crate::error::{Error, Result};
+use crate::store::session::SESSIONS_DIR;
 use crate::store::{valid_container_name, ContainerRecord};
 use std::collections::BTreeMap;
+
+/// The kinds of capture, as manifests name them (`kind`).
+pub const KINDS: [&str; 4] = ["cpu", "offcpu", "heap", "stat"];
+
+/// The kinds whose captures hold stacks (`top`, `diff`, `render`, `export` read them); a
+/// stat capture holds counters.
+pub const STACK_KINDS: [&str; 3] = ["cpu", "offcpu", "heap"];
+
+/// The name that means the newest session.
+pub const NEWEST_SESSION: &str = "session";
+
+/// Whether `name` is a stem devprof makes: `<kind>-YYYYMMDD-HHMMSS[-N]` (the kind's prefix
+/// in lower-case letters: `perf`, `offcpu`, `heap`, `stat`, `session`).
+pub fn is_stem(name: &str) -> bool {
+    let Some((kind, rest)) = name.split_once('-') else {
+        return false;
+    };
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    let parts: Vec<&str> = rest.split('-').collect();
+    let kind_ok = !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase());
+    let time_ok = match parts.as_slice() {
+        [d, t] => digits(d, 8) && digits(t, 6),
+        [d, t, n] => {
+            digits(d, 8) && digits(t, 6) && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+        }
+        _ => false,
+    };
+    kind_ok && time_ok
+}
+
+/// Whether `name` is a session's name (its manifest's stem), `session-YYYYMMDD-HHMMSS[-N]`.
+pub fn is_session_name(name: &str) -> bool {
+    name.starts_with("session-") && is_stem(name)
+}
+
+/// What a reference names, read from its text alone; the store decides the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reference {
+    /// `session`: the newest session (None); `session-…`: that one.
+    Session(Option<String>),
+    /// One capture by its stem, under a TARGET (`demo-seq/perf-…`) or anywhere in the store.
+    Capture {
+        target: Option<TargetName>,
+        stem: String,
+    },
+    /// A target's captures.
+    Target(TargetName),
+}
+
+impl Reference {
+    /// The reference `text` is, or None when it is none of the grammar's forms.
+    pub fn parse(text: &str) -> Option<Reference> {
+        let text = text
+            .strip_suffix(".json")
+            .filter(|t| is_session_name(t))
+            .unwrap_or(text);
+        if text == NEWEST_SESSION {
+            return Some(Reference::Session(None));
+        }
+        if is_session_name(text) {
+            return Some(Reference::Session(Some(text.to_string())));
+        }
+        if is_stem(text) {
+            return Some(Reference::Capture {
+                target: None,
+                stem: text.to_string(),
+            });
+        }
+        if let Some((head, tail)) = text.split_once('/') {
+            let tail = tail.strip_suffix(".json").unwrap_or(tail);
+            if head == SESSIONS_DIR && is_session_name(tail) {
+                return Some(Reference::Session(Some(tail.to_string())));
+            }
+            if is_stem(tail) && valid_container_name(head) {
+                return Some(Reference::Capture {
+                    target: Some(TargetName::Plain(head.to_string())),
+                    stem: tail.to_string(),
+                });
+            }
+        }
+        TargetName::parse(text).map(Reference::Target)
+    }
+
+    /// The target a name that the store does not know as a capture may still be (a
+    /// container whose name looks like a stem): `perf-…` alone, or `A/perf-…` as
+    /// `PROJECT/SERVICE`.
+    pub fn as_target(&self, text: &str) -> Option<TargetName> {
+        match self {
+            Reference::Target(t) => Some(t.clone()),
+            Reference::Capture { .. } => TargetName::parse(text),
+            Reference::Session(_) => None,
+        }
+    }
+}
 
 /// A target name as typed, checked against the grammar.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +141,15 @@ impl TargetName {
         Error::Usage(format!(
             "{what} '{text}' is not a target name: a container name, a container id prefix, a compose SERVICE or PROJECT/SERVICE (letters, digits, '_', '.', '-')"
         ))
+    }
+}
+
+impl std::fmt::Display for TargetName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TargetName::Plain(name) => f.write_str(name),
+            TargetName::Service { project, service } => write!(f, "{project}/{service}"),
+        }
     }
 }
 
@@ -167,6 +277,58 @@ mod tests {
         for bad in ["", "a/b/c", "/x", "x/", "../x", "a b", ".x"] {
             assert_eq!(TargetName::parse(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_reference_is_a_session_a_capture_stem_or_a_target() {
+        let capture = |target: Option<&str>, stem: &str| Reference::Capture {
+            target: target.map(|t| TargetName::Plain(t.into())),
+            stem: stem.into(),
+        };
+        let cases = [
+            ("session", Reference::Session(None)),
+            (
+                "session-20261207-051036",
+                Reference::Session(Some("session-20261207-051036".into())),
+            ),
+            (
+                "sessions/session-20261207-051036.json",
+                Reference::Session(Some("session-20261207-051036".into())),
+            ),
+            (
+                "perf-20261207-051036",
+                capture(None, "perf-20261207-051036"),
+            ),
+            (
+                "offcpu-20261207-051036-2",
+                capture(None, "offcpu-20261207-051036-2"),
+            ),
+            (
+                "demo-seq/perf-20261207-051036",
+                capture(Some("demo-seq"), "perf-20261207-051036"),
+            ),
+            (
+                "demo-seq/perf-20261207-051036.json",
+                capture(Some("demo-seq"), "perf-20261207-051036"),
+            ),
+            ("demo-seq", Reference::Target(plain("demo-seq"))),
+            (
+                "devnet/op-reth-seq",
+                Reference::Target(plain("devnet/op-reth-seq")),
+            ),
+            // Not a stem: a name.
+            ("perf-2026", Reference::Target(plain("perf-2026"))),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(Reference::parse(text), Some(expected), "{text}");
+        }
+        for bad in ["", "a/b/c", "../perf-20261207-051036", "a b"] {
+            assert_eq!(Reference::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(
+            plain("devnet/op-reth-seq").to_string(),
+            "devnet/op-reth-seq"
+        );
     }
 
     #[test]

@@ -93,8 +93,8 @@ pub fn open_result(path: &Path) {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let page = absolute.display().to_string();
     match open(&page) {
-        Ok(command) => eprintln!("opened {page} with {command}"),
-        Err(e) => eprintln!("--open: {e}"),
+        Ok(command) => crate::say!("opened {page} with {command}"),
+        Err(e) => crate::say!("--open: {e}"),
     }
 }
 

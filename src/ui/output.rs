@@ -1,5 +1,6 @@
 //! What every capture command prints at the end: JSON on stdout, or the human summary,
-//! then the warnings on stderr; and the list of files written.
+//! then the warnings on stderr; and the list of files written. All of it through
+//! `term`, the terminal's one sanitizer.
 
 use crate::store::Manifest;
 use crate::units::human_bytes;
@@ -18,41 +19,36 @@ pub fn emit(
         write_stdout(&human());
     }
     for warning in warnings {
-        eprintln!("warning: {warning}");
+        crate::warn!("{warning}");
     }
 }
 
-/// Prints `value` as pretty JSON on stdout: what every `--json` prints.
+/// Prints `value` as pretty JSON on stdout: what every `--json` prints (`term::json`).
 pub fn print_json(value: &impl serde::Serialize) {
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
-    text.push('\n');
-    write_stdout(&text);
+    super::term::json(value);
 }
 
-/// Writes `text` to stdout; a reader that went away (`| head -1`) ends the output quietly
-/// where `print!` would panic.
+/// Writes `text`, meant for people, to stdout through the terminal's sanitizer
+/// (`term::print`); a reader that went away (`| head -1`) ends the output quietly.
 pub fn write_stdout(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("devprof: cannot write the output: {e}");
-        }
-    }
+    super::term::print(text);
 }
 
-/// For `or_else` on a write to stdout: a reader that went away is the end of the output,
-/// not an error.
-pub fn reader_gone(e: std::io::Error) -> std::io::Result<()> {
-    match e.kind() {
-        std::io::ErrorKind::BrokenPipe => Ok(()),
-        _ => Err(e),
-    }
-}
+pub use super::term::reader_gone;
 
 /// `process: demo-node (exe /usr/local/bin/demo-node, user root, native)`: which program
-/// was recorded, by the names a person would look for it.
+/// was recorded, by the names a person would look for it. One line: the names are the
+/// container's, so a line feed or an escape in them is shown as one (`text::printable`).
 pub fn process_line(m: &Manifest) -> String {
+    printable_line(&process_text(m))
+}
+
+/// `text` on one line, ended by a line feed.
+fn printable_line(text: &str) -> String {
+    format!("{}\n", crate::text::printable(text))
+}
+
+fn process_text(m: &Manifest) -> String {
     let p = &m.process;
     let mut parts: Vec<String> = Vec::new();
     if !p.exe.is_empty() {
@@ -73,9 +69,9 @@ pub fn process_line(m: &Manifest) -> String {
         p.comm.as_str()
     };
     if parts.is_empty() {
-        format!("process: {name}\n")
+        format!("process: {name}")
     } else {
-        format!("process: {name} ({})\n", parts.join(", "))
+        format!("process: {name} ({})", parts.join(", "))
     }
 }
 
@@ -88,11 +84,20 @@ pub fn files_json(files: &[(PathBuf, u64)]) -> serde_json::Value {
 }
 
 /// `files written:` and one line per file with its size.
-pub fn files_written(files: &[(PathBuf, u64)]) -> String {
+pub fn files_written(files: &[(PathBuf, u64)], markers_kept: Option<usize>) -> String {
     let mut out = String::from("files written:\n");
     for (path, bytes) in files {
+        let markers = match markers_kept {
+            Some(n) if path.extension().is_some_and(|e| e == "markers") => {
+                format!(
+                    "  ({n} marker{} from the target's log)",
+                    if n == 1 { "" } else { "s" }
+                )
+            }
+            _ => String::new(),
+        };
         out.push_str(&format!(
-            "  {:>10}  {}\n",
+            "  {:>10}  {}{markers}\n",
             human_bytes(*bytes),
             path.display()
         ));
@@ -100,7 +105,8 @@ pub fn files_written(files: &[(PathBuf, u64)]) -> String {
     out
 }
 
-/// `print!` for command output: a reader that went away ends the output quietly.
+/// `print!` for command output meant for people, through the terminal's sanitizer
+/// (`term::print`): a reader that went away ends the output quietly.
 #[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {
@@ -108,7 +114,8 @@ macro_rules! out {
     };
 }
 
-/// `println!` for command output: a reader that went away ends the output quietly.
+/// `println!` for command output meant for people, through the terminal's sanitizer
+/// (`term::print`): a reader that went away ends the output quietly.
 #[macro_export]
 macro_rules! outln {
     () => {

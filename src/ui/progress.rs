@@ -9,6 +9,22 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A window's bar text: elapsed and remaining seconds, from its position and length in
+/// tenths of a second.
+fn window_seconds(tenths: u64, length: Option<u64>) -> String {
+    let elapsed = tenths as f64 / 10.0;
+    match length {
+        Some(length) => {
+            let left = length.saturating_sub(tenths) as f64 / 10.0;
+            format!(
+                "{elapsed:.1} s of {:.0} s, {left:.1} s left",
+                length as f64 / 10.0
+            )
+        }
+        None => format!("{elapsed:.1} s"),
+    }
+}
+
 /// How a command reports its progress. Cheap to clone: clones share the phases and the
 /// session display.
 #[derive(Clone)]
@@ -82,7 +98,7 @@ impl Reporter {
             ProgressStyle::with_template("{spinner} {prefix:<24} {elapsed:>4} {msg}")
                 .expect("valid template"),
         );
-        bar.set_prefix(label.to_string());
+        bar.set_prefix(crate::text::printable(label));
         bar.enable_steady_tick(Duration::from_millis(200));
         bar
     }
@@ -97,11 +113,17 @@ impl Reporter {
             ProgressDrawTarget::stderr(),
         );
         bar.set_style(
-            ProgressStyle::with_template("{prefix} [{bar:40.cyan/blue}] {msg}")
+            ProgressStyle::with_template("{prefix} [{bar:40.cyan/blue}] {seconds} {msg}")
                 .expect("valid template")
+                .with_key(
+                    "seconds",
+                    |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = w.write_str(&window_seconds(state.pos(), state.len()));
+                    },
+                )
                 .progress_chars("=> "),
         );
-        bar.set_prefix(label.to_string());
+        bar.set_prefix(crate::text::printable(label));
         bar
     }
 
@@ -114,24 +136,51 @@ impl Reporter {
         bar.set_style(
             ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("valid template"),
         );
-        bar.set_message(message.to_string());
+        bar.set_message(crate::text::printable(message));
         bar.enable_steady_tick(Duration::from_millis(120));
         bar
     }
 
-    /// A line for the user while a bar may be drawn.
+    /// Sets `bar`'s message to `text`, written on one line (`text::printable`): a bar's
+    /// message is redrawn in place, where a line feed or an escape would tear it.
+    pub fn bar_message(bar: &ProgressBar, text: &str) {
+        bar.set_message(crate::text::printable(text));
+    }
+
+    /// A step before the window is done, said on a line of its own (hidden with --quiet
+    /// and in a session, whose display says it): no silence while a capture sets up.
+    pub fn step(&self, text: &str) {
+        if self.session.is_none() {
+            self.note(None, &crate::text::printable(text));
+        }
+    }
+
+    /// A line for the user while a bar may be drawn, through the terminal's sanitizer.
     pub fn note(&self, bar: Option<&ProgressBar>, text: &str) {
         if self.quiet {
             return;
         }
+        let text = crate::text::terminal(text);
         match bar {
             Some(b) if !b.is_hidden() => b.println(text),
             _ => match &self.session {
                 Some(multi) if !multi.is_hidden() => {
                     let _ = multi.println(text);
                 }
-                _ => eprintln!("{text}"),
+                _ => super::term::eprint_line(&text),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_bar_says_elapsed_and_remaining_seconds() {
+        assert_eq!(window_seconds(32, Some(50)), "3.2 s of 5 s, 1.8 s left");
+        assert_eq!(window_seconds(50, Some(50)), "5.0 s of 5 s, 0.0 s left");
+        assert_eq!(window_seconds(7, None), "0.7 s");
     }
 }

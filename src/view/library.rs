@@ -5,6 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::store::catalog::{self, listed_path, Capture};
+use crate::store::lookup::Found;
 use crate::store::session::{self, SessionRecord};
 use crate::store::valid_container_name;
 use std::fs;
@@ -173,35 +174,27 @@ impl Library {
                 )));
             }
         }
-        let captures = self.captures()?;
-        let named: Vec<&Capture> = captures.iter().filter(|c| c.name() == what).collect();
-        match named.as_slice() {
-            [one] => return Ok(CaptureId::of(one).href()),
-            [] => {}
-            several => {
-                let ids: Vec<String> = several
-                    .iter()
-                    .map(|c| CaptureId::of(c).to_string())
-                    .collect();
-                return Err(Error::Usage(format!(
-                    "several captures are named {what}: {}; pass one as CONTAINER/CAPTURE's file",
-                    ids.join(", ")
-                )));
+        // The store commands' grammar: a capture's name (with or without its container),
+        // a session, a target.
+        match crate::store::lookup::find(&self.output_dir, what)? {
+            Found::Session { path, .. } => {
+                let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or(what);
+                Ok(format!("/session/{id}"))
+            }
+            Found::Capture(capture) => Ok(CaptureId::of(&capture).href()),
+            Found::Target { name, captures } => {
+                let mut dirs: Vec<&str> = captures.iter().map(|c| c.container.as_str()).collect();
+                dirs.sort_unstable();
+                dirs.dedup();
+                match dirs.as_slice() {
+                    [dir] => Ok(format!("/?container={dir}")),
+                    _ => Err(Error::Usage(format!(
+                        "{name} names the captures of several containers ({}): pass one",
+                        dirs.join(", ")
+                    ))),
+                }
             }
         }
-        if captures.iter().any(|c| c.container == what) {
-            return Ok(format!("/?container={what}"));
-        }
-        // A compose service or an id prefix: the container directory it names.
-        if let Ok(dirs) = catalog::dirs_of(&self.output_dir, what) {
-            if let [dir] = dirs.as_slice() {
-                return Ok(format!("/?container={dir}"));
-            }
-        }
-        Err(Error::Usage(format!(
-            "no capture, container or session named '{what}' in {} (`devprof ls` and `devprof ls --sessions` list them)",
-            self.output_dir.display()
-        )))
     }
 }
 

@@ -1,5 +1,7 @@
 //! From a request to a response, without the network: the host check, the routes, and
 //! which files may be served. Pure over the store, so that every rule is unit-tested.
+//! Every route needs the viewer's token, in the query (`?token=`, which also sets a
+//! cookie) or in that cookie; a capture's files are served sandboxed.
 //!
 //! Routes:
 //! `/` captures (`?container=&kind=&since=&until=`) · `/capture/C/N[/TAB]` one capture ·
@@ -27,6 +29,68 @@ pub struct Request<'a> {
     pub path: &'a str,
     pub query: &'a str,
     pub host: Option<&'a str>,
+    /// The `Cookie` header(s), joined with `; `.
+    pub cookie: Option<&'a str>,
+}
+
+/// The query parameter that carries the viewer's token (in the URL `devprof view` prints).
+pub const TOKEN_PARAM: &str = "token";
+
+/// The secret of one `devprof view` run: the URL it prints carries it, and a cookie keeps
+/// it for the pages that URL leads to. Without it the viewer answers nothing but a 403, so
+/// another user of the machine, who can reach 127.0.0.1 too, reads no capture.
+#[derive(Clone)]
+pub struct Token(String);
+
+impl Token {
+    /// The token of these random bytes (hex).
+    pub fn from_bytes(bytes: &[u8]) -> Token {
+        Token(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `candidate` is the token, in a time that does not depend on where they differ.
+    pub fn matches(&self, candidate: &str) -> bool {
+        let (a, b) = (self.0.as_bytes(), candidate.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let differ = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+        std::hint::black_box(differ) == 0
+    }
+
+    /// The cookie's name: one per port, as cookies are shared by every port of a host and
+    /// two viewers may run at once.
+    pub fn cookie_name(port: u16) -> String {
+        format!("devprof_view_{port}")
+    }
+
+    /// Whether a `Cookie` header carries this viewer's cookie with the token.
+    pub fn in_cookie(&self, header: &str, port: u16) -> bool {
+        let name = Token::cookie_name(port);
+        header
+            .split(';')
+            .filter_map(|pair| pair.trim().split_once('='))
+            .any(|(k, v)| k == name && self.matches(v.trim_matches('"')))
+    }
+
+    /// The `Set-Cookie` value given with the first request that carried the token.
+    pub fn set_cookie(&self, port: u16) -> String {
+        format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            Token::cookie_name(port),
+            self.0
+        )
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
 }
 
 /// How a response may be used by the browser.
@@ -34,8 +98,10 @@ pub struct Request<'a> {
 pub enum Policy {
     /// The viewer's own pages and assets: only the viewer's script and style run.
     Viewer,
-    /// A file devprof wrote (flamegraph SVG, heatmap page): its inline script runs, but it
-    /// may load or send nothing.
+    /// A capture's file as it lies in the store (flamegraph SVG, heatmap page, an
+    /// async-profiler page the target's JVM wrote, any listed file) or a drawing made from
+    /// the store's stacks: sandboxed to an origin of its own (so it reads nothing of the
+    /// viewer's), its inline script runs, and it may load or send nothing.
     Artifact,
 }
 
@@ -45,6 +111,8 @@ pub struct Response {
     pub content_type: &'static str,
     pub body: Vec<u8>,
     pub policy: Policy,
+    /// A `Set-Cookie` header: the token's cookie, on a request whose URL carried the token.
+    pub set_cookie: Option<String>,
 }
 
 impl Response {
@@ -55,6 +123,7 @@ impl Response {
             content_type: "text/html; charset=utf-8",
             body: document(&page, &store).into_bytes(),
             policy: Policy::Viewer,
+            set_cookie: None,
         }
     }
 
@@ -72,6 +141,7 @@ impl Response {
             content_type: "text/plain; charset=utf-8",
             body: format!("{message}\n").into_bytes(),
             policy: Policy::Viewer,
+            set_cookie: None,
         }
     }
 
@@ -81,15 +151,17 @@ impl Response {
             content_type,
             body: text.as_bytes().to_vec(),
             policy,
+            set_cookie: None,
         }
     }
 }
 
-/// The viewer: the store and the port it answers on (for the host check).
+/// The viewer: the store, the port it answers on (for the host check) and its token.
 #[derive(Debug, Clone)]
 pub struct Viewer {
     pub library: Library,
     pub port: u16,
+    pub token: Token,
 }
 
 /// Where a path leads.
@@ -193,16 +265,14 @@ pub fn host_allowed(host: Option<&str>, port: u16) -> bool {
     })
 }
 
-fn content_type(name: &str) -> (&'static str, Policy) {
+fn content_type(name: &str) -> &'static str {
     let extension = name.rsplit('.').next().unwrap_or("");
     match extension {
-        "svg" => ("image/svg+xml", Policy::Artifact),
-        "html" => ("text/html; charset=utf-8", Policy::Artifact),
-        "json" => ("application/json", Policy::Viewer),
-        "txt" | "folded" | "markers" | "csv" | "script" => {
-            ("text/plain; charset=utf-8", Policy::Viewer)
-        }
-        _ => ("application/octet-stream", Policy::Viewer),
+        "svg" => "image/svg+xml",
+        "html" => "text/html; charset=utf-8",
+        "json" => "application/json",
+        "txt" | "folded" | "markers" | "csv" | "script" => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
     }
 }
 
@@ -212,11 +282,11 @@ fn svg(body: Vec<u8>) -> Response {
         content_type: "image/svg+xml",
         body,
         policy: Policy::Artifact,
+        set_cookie: None,
     }
 }
 
 pub fn respond(viewer: &Viewer, request: &Request) -> Response {
-    let library = &viewer.library;
     if !host_allowed(request.host, viewer.port) {
         return Response::refusal(
             403,
@@ -226,6 +296,31 @@ pub fn respond(viewer: &Viewer, request: &Request) -> Response {
             ),
         );
     }
+    let query = parse_query(request.query);
+    let by_query = query
+        .iter()
+        .any(|(k, v)| k == TOKEN_PARAM && viewer.token.matches(v));
+    let by_cookie = request
+        .cookie
+        .is_some_and(|c| viewer.token.in_cookie(c, viewer.port));
+    if !by_query && !by_cookie {
+        return Response::refusal(
+            403,
+            "this viewer needs its token: open the URL `devprof view` printed \
+             (http://127.0.0.1:PORT/...?token=...), which carries it"
+                .to_string(),
+        );
+    }
+    let mut response = route(viewer, request, &query);
+    if by_query {
+        response.set_cookie = Some(viewer.token.set_cookie(viewer.port));
+    }
+    response
+}
+
+/// A request that passed the host and token checks.
+fn route(viewer: &Viewer, request: &Request, query: &[(String, String)]) -> Response {
+    let library = &viewer.library;
     if !matches!(request.method, "GET" | "HEAD") {
         return Response::refusal(
             405,
@@ -235,7 +330,6 @@ pub fn respond(viewer: &Viewer, request: &Request) -> Response {
     let Some(route) = Route::parse(request.path) else {
         return Response::problem(library, Problem::not_found("no such page"));
     };
-    let query = parse_query(request.query);
     let get = |key: &str| query.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
     let page = |result: Result<Page, Problem>| match result {
         Ok(page) => Response::page(library, page),
@@ -251,10 +345,10 @@ pub fn respond(viewer: &Viewer, request: &Request) -> Response {
         Route::Capture(id, tab) => page(capture_page(library, &id, tab)),
         Route::File(id, name) => serve_file(library, &id, &name),
         Route::Diff => {
-            page(DiffRequest::parse(library, &query).and_then(|r| diff_page(library, &r)))
+            page(DiffRequest::parse(library, query).and_then(|r| diff_page(library, &r)))
         }
         Route::DiffSvg => {
-            match DiffRequest::parse(library, &query).and_then(|r| diff_svg(library, &r)) {
+            match DiffRequest::parse(library, query).and_then(|r| diff_svg(library, &r)) {
                 Ok(body) => svg(body),
                 Err(problem) => Response::problem(library, problem),
             }
@@ -268,22 +362,21 @@ pub fn respond(viewer: &Viewer, request: &Request) -> Response {
     }
 }
 
-/// A file of a capture, only when its manifest lists exactly that name.
+/// A file of a capture, only when its manifest lists exactly that name; whatever its
+/// kind, sandboxed (`Policy::Artifact`): the store holds what targets wrote.
 fn serve_file(library: &Library, id: &CaptureId, name: &str) -> Response {
     let Some(capture) = library.capture(id) else {
         return Response::problem(library, Problem::not_found(format!("no capture {id}")));
     };
     match Library::listed_file(&capture, name) {
         Some(Listed::File(path)) => match std::fs::read(&path) {
-            Ok(body) => {
-                let (content_type, policy) = content_type(name);
-                Response {
-                    status: 200,
-                    content_type,
-                    body,
-                    policy,
-                }
-            }
+            Ok(body) => Response {
+                status: 200,
+                content_type: content_type(name),
+                body,
+                policy: Policy::Artifact,
+                set_cookie: None,
+            },
             Err(e) => Response::problem(
                 library,
                 Problem::not_found(format!("{} cannot be read: {e}", path.display())),

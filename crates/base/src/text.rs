@@ -24,7 +24,12 @@ pub fn shell_word(word: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32 & 0xff)),
+            // Each byte of its UTF-8, as bash reads `\xHH`: a C1 control is two bytes.
+            c if c.is_control() => {
+                for byte in c.to_string().bytes() {
+                    out.push_str(&format!("\\x{byte:02x}"));
+                }
+            }
             c => out.push(c),
         }
     }
@@ -68,17 +73,38 @@ pub fn strip_ansi(text: &str) -> String {
 /// a container controls (a command line, a file name) shown on one line, never able to
 /// move the cursor or start a line of its own.
 pub fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+    escape_controls(text, |_| false).into_owned()
+}
+
+/// `text` as the terminal is given it: line feeds and tabs kept, every other control
+/// character (the rest of C0 — ESC, CR, BEL, backspace —, DEL and C1) written as an escape
+/// the way `printable` writes it. No escape sequence, carriage return or backspace a
+/// container put into a message can move the cursor, rewrite a line already shown, set the
+/// window's title or ring; only a line feed starts a line, and where that matters (one
+/// line per fact) the text is `printable` first. Every line devprof shows a person passes
+/// here (`ui::term`).
+pub fn terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(text, |c| c == '\n' || c == '\t')
+}
+
+/// `text` with the control characters `keep` does not keep written as escapes; borrowed
+/// when there is none to escape.
+fn escape_controls(text: &str, keep: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| c.is_control() && !keep(c);
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         match c {
+            c if !escaped(c) => out.push(c),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
         }
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 /// The first line of a (possibly multi-line) message.
@@ -152,6 +178,8 @@ mod tests {
         assert_eq!(shell_word("it's"), r"'it'\''s'");
         assert_eq!(shell_word("a\nerror: b'"), r"$'a\x0aerror: b\''");
         assert_eq!(shell_word(""), "''");
+        // A C1 control is two bytes in UTF-8: bash's `$'\xc2\x9b'` names the same file.
+        assert_eq!(shell_word("a\u{9b}\u{1b}b"), r"$'a\xc2\x9b\x1bb'");
     }
 
     #[test]
@@ -201,5 +229,38 @@ mod tests {
         );
         assert_eq!(printable("java -Xmx64m"), "java -Xmx64m");
         assert_eq!(printable("äö\u{85}"), "äö\\u{85}");
+    }
+
+    #[test]
+    fn the_terminal_gets_line_feeds_and_tabs_and_every_other_control_escaped() {
+        // ESC (a CSI that clears the line, an OSC that sets the title and ends in BEL), CR.
+        assert_eq!(
+            terminal("\u{1b}[2K\rok \u{1b}]0;owned\u{7}"),
+            "\\u{1b}[2K\\rok \\u{1b}]0;owned\\u{7}"
+        );
+        // The rest of C0 (NUL, backspace, vertical tab, form feed), DEL and C1 (CSI, NEL).
+        assert_eq!(
+            terminal("a\u{0}b\u{8}c\u{b}\u{c}d\u{7f}e\u{9b}31m\u{85}f"),
+            "a\\u{0}b\\u{8}c\\u{b}\\u{c}d\\u{7f}e\\u{9b}31m\\u{85}f"
+        );
+        // Line feeds and tabs stay what they are.
+        assert_eq!(terminal("a\tb\nc\n"), "a\tb\nc\n");
+        // UTF-8 text is kept as it is, and needs no copy.
+        let text = "✓ profil — ünïcode 日本 \u{a0}\u{2003}";
+        assert!(matches!(terminal(text), std::borrow::Cow::Borrowed(t) if t == text));
+        // Every control character but LF and TAB, from 0 to U+009F, is escaped.
+        for c in (0u32..=0x9f).filter_map(char::from_u32) {
+            let shown = terminal(&c.to_string()).into_owned();
+            let kept = c == '\n' || c == '\t' || !c.is_control();
+            assert_eq!(
+                shown == c.to_string(),
+                kept,
+                "{:#x} shown as {shown:?}",
+                c as u32
+            );
+            assert!(shown
+                .chars()
+                .all(|s| s == '\n' || s == '\t' || !s.is_control()));
+        }
     }
 }

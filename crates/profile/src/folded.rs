@@ -4,7 +4,10 @@
 
 use devprof_symbols::demangle::demangle_frame;
 use std::collections::HashMap;
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
+
+/// Longest folded line read (a stack of thousands of frames is a few hundred KiB).
+pub const MAX_LINE: usize = 64 << 20;
 
 /// Folded stacks, demangled and merged, sorted by stack text for stable output.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -20,15 +23,26 @@ impl Folded {
     }
 
     /// `from_folded_text` over a reader, line by line (async-profiler's collapsed output
-    /// streamed out of a container): memory grows with distinct stacks only.
+    /// streamed out of a container): memory grows with distinct stacks only, and a line
+    /// longer than `MAX_LINE` is an error, not a buffer that grows with the stream.
     pub fn from_folded_reader<R: BufRead>(mut reader: R) -> io::Result<Self> {
         let mut merged: HashMap<String, u64> = HashMap::new();
         let mut cache: HashMap<String, String> = HashMap::new();
         let mut line = String::new();
         loop {
             line.clear();
-            if reader.read_line(&mut line)? == 0 {
+            if (&mut reader)
+                .take(MAX_LINE as u64 + 1)
+                .read_line(&mut line)?
+                == 0
+            {
                 break;
+            }
+            if line.len() > MAX_LINE {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a folded stack longer than {} MiB", MAX_LINE >> 20),
+                ));
             }
             let Some((stack, count)) = line.trim_end().rsplit_once(' ') else {
                 continue;
@@ -45,7 +59,9 @@ impl Folded {
                         .clone()
                 })
                 .collect();
-            *merged.entry(demangled.join(";")).or_default() += count;
+            // Counts are the file's numbers: summed, they saturate.
+            let total = merged.entry(demangled.join(";")).or_default();
+            *total = total.saturating_add(count);
         }
         let mut stacks: Vec<(String, u64)> = merged.into_iter().collect();
         stacks.sort();
@@ -60,7 +76,9 @@ impl Folded {
     }
 
     pub fn total(&self) -> u64 {
-        self.stacks.iter().map(|(_, c)| c).sum()
+        self.stacks
+            .iter()
+            .fold(0, |sum, (_, c)| sum.saturating_add(*c))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -87,7 +105,8 @@ impl Folded {
             let mut frames = stack.split(';');
             frames.next();
             if let Some(leaf) = frames.next_back().or_else(|| stack.split(';').nth(1)) {
-                *by_function.entry(leaf).or_default() += count;
+                let total = by_function.entry(leaf).or_default();
+                *total = total.saturating_add(*count);
             }
         }
         let mut ranked: Vec<(String, u64)> = by_function
@@ -105,9 +124,9 @@ impl Folded {
         let (mut unknown, mut all) = (0u64, 0u64);
         for (stack, count) in &self.stacks {
             for frame in stack.split(';').skip(1) {
-                all += count;
+                all = all.saturating_add(*count);
                 if is_unsymbolized(frame) {
-                    unknown += count;
+                    unknown = unknown.saturating_add(*count);
                 }
             }
         }
@@ -148,5 +167,24 @@ mod tests {
         assert_eq!(top[1].1, 2);
         // 4 of the 24 non-root frames (weighted) are unknown.
         assert!((folded.unsymbolized_share() - 4.0 / 24.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn folded_counts_summing_past_u64_saturate_not_overflow() {
+        let folded = Folded::from_folded_text("app;f 18446744073709551615\napp;f 1\napp;g 2\n");
+        assert_eq!(
+            folded.stacks,
+            vec![("app;f".to_string(), u64::MAX), ("app;g".to_string(), 2)]
+        );
+        assert_eq!(folded.total(), u64::MAX);
+        assert_eq!(folded.top_self(1), vec![("f".to_string(), u64::MAX)]);
+        assert_eq!(folded.unsymbolized_share(), 0.0);
+    }
+
+    #[test]
+    fn a_folded_line_past_its_bound_is_an_error_not_a_growing_buffer() {
+        let endless = io::repeat(b'f').take(MAX_LINE as u64 + 10);
+        let err = Folded::from_folded_reader(io::BufReader::new(endless)).unwrap_err();
+        assert!(err.to_string().contains("longer than 64 MiB"), "{err}");
     }
 }

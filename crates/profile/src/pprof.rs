@@ -50,7 +50,21 @@ fn bad<T>(what: impl Into<String>) -> Result<T, PprofError> {
 }
 
 /// Profiles larger than this once unzipped are refused (Go's are a few MB at most).
-const MAX_UNZIPPED: u64 = 512 << 20;
+const MAX_UNZIPPED: u64 = 64 << 20;
+
+/// Entries of each kind a profile may hold. Go's name a few tens of thousands of
+/// functions and locations at most; a 2-byte empty entry is tens of bytes decoded, so the
+/// unzipped size alone does not bound them.
+const MAX_STRINGS: usize = 1 << 19;
+const MAX_FUNCTIONS: usize = 1 << 19;
+const MAX_LOCATIONS: usize = 1 << 19;
+const MAX_SAMPLES: usize = 1 << 20;
+const MAX_SAMPLE_TYPES: usize = 64;
+
+/// Memory the decoded profile may take: its strings (and the copies of the few it names
+/// by value), each sample's ids and values, each location's functions, and every entry's
+/// own size.
+const MAX_DECODED_BYTES: usize = 256 << 20;
 
 /// The folded text a profile may unfold into (each distinct stack's frames joined). A few
 /// kilobytes of profile can name one long function from every frame of every sample; Go's
@@ -66,7 +80,7 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, PprofError> {
             .read_to_end(&mut raw)
             .map_err(|e| PprofError(format!("gzip: {e}")))?;
         if raw.len() as u64 > MAX_UNZIPPED {
-            return bad("larger than 512 MiB unzipped");
+            return bad(format!("larger than {} MiB unzipped", MAX_UNZIPPED >> 20));
         }
         decode_raw(&raw)
     } else {
@@ -137,14 +151,52 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// A repeated varint field, packed (one length-delimited run) or not (one per field).
-fn push_varints(out: &mut Vec<u64>, field: Field<'_>) -> Result<(), PprofError> {
+/// What the decoded profile may still take of `MAX_DECODED_BYTES`, spent as it is built.
+struct Budget {
+    left: usize,
+}
+
+impl Budget {
+    fn spend(&mut self, bytes: usize) -> Result<(), PprofError> {
+        match self.left.checked_sub(bytes) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => bad(format!(
+                "it decodes into more than {} MiB",
+                MAX_DECODED_BYTES >> 20
+            )),
+        }
+    }
+}
+
+/// Refuses a `len + 1`-th entry of a kind bounded to `max`.
+fn room(len: usize, max: usize, what: &str) -> Result<(), PprofError> {
+    if len >= max {
+        return bad(format!("more than {max} {what}"));
+    }
+    Ok(())
+}
+
+/// A repeated varint field, packed (one length-delimited run) or not (one per field); each
+/// value is paid for as it is kept (a 1-byte varint is 8 bytes held).
+fn push_varints(
+    out: &mut Vec<u64>,
+    field: Field<'_>,
+    budget: &mut Budget,
+) -> Result<(), PprofError> {
+    let mut push = |v: u64| {
+        budget.spend(size_of::<u64>())?;
+        out.push(v);
+        Ok(())
+    };
     match field {
-        Field::Varint(v) => out.push(v),
+        Field::Varint(v) => push(v)?,
         Field::Bytes(packed) => {
             let mut r = Reader::new(packed);
             while r.at < packed.len() {
-                out.push(r.varint()?);
+                push(r.varint()?)?;
             }
         }
     }
@@ -179,7 +231,9 @@ fn value_type(data: &[u8]) -> Result<(u64, u64), PprofError> {
     Ok((kind, unit))
 }
 
-/// Decodes an unzipped profile.proto.
+/// Decodes an unzipped profile.proto. Every kind of entry is bounded in count, and all of
+/// them together in the memory they take (`MAX_DECODED_BYTES`): a hostile profile is an
+/// error before it is an allocation.
 pub fn decode_raw(data: &[u8]) -> Result<Profile, PprofError> {
     let mut strings: Vec<Arc<str>> = Vec::new();
     let mut types: Vec<(u64, u64)> = Vec::new();
@@ -190,20 +244,44 @@ pub fn decode_raw(data: &[u8]) -> Result<Profile, PprofError> {
     let mut period_type = None;
     let mut default_type = 0;
     let mut profile = Profile::default();
+    let mut budget = Budget {
+        left: MAX_DECODED_BYTES,
+    };
+    // A map's entry, beside its key and value.
+    const ENTRY: usize = 16;
     let mut r = Reader::new(data);
     while let Some((n, f)) = r.next()? {
         match n {
-            1 => types.push(value_type(bytes_of(f, "sample_type")?)?),
-            2 => samples.push(sample(bytes_of(f, "sample")?)?),
-            4 => locations.push(location(bytes_of(f, "location")?)?),
+            1 => {
+                room(types.len(), MAX_SAMPLE_TYPES, "sample types")?;
+                types.push(value_type(bytes_of(f, "sample_type")?)?);
+            }
+            2 => {
+                room(samples.len(), MAX_SAMPLES, "samples")?;
+                budget.spend(size_of::<Sample>())?;
+                samples.push(sample(bytes_of(f, "sample")?, &mut budget)?);
+            }
+            4 => {
+                room(locations.len(), MAX_LOCATIONS, "locations")?;
+                // Held twice: here, then as the profile's map of names.
+                budget.spend(
+                    size_of::<(u64, Vec<u64>)>() + size_of::<(u64, Vec<Arc<str>>)>() + ENTRY,
+                )?;
+                locations.push(location(bytes_of(f, "location")?, &mut budget)?);
+            }
             5 => {
+                room(functions.len(), MAX_FUNCTIONS, "functions")?;
+                budget.spend(size_of::<(u64, u64)>() + ENTRY)?;
                 let (id, name) = function(bytes_of(f, "function")?)?;
                 functions.insert(id, name);
             }
-            6 => strings.push(Arc::from(String::from_utf8_lossy(bytes_of(
-                f,
-                "string_table",
-            )?))),
+            6 => {
+                room(strings.len(), MAX_STRINGS, "strings")?;
+                let text = String::from_utf8_lossy(bytes_of(f, "string_table")?);
+                // The Arc's counts beside the text.
+                budget.spend(size_of::<Arc<str>>() + 2 * size_of::<usize>() + text.len())?;
+                strings.push(Arc::from(text));
+            }
             10 => profile.duration_nanos = varint_of(f, "duration_nanos")? as i64,
             11 => period_type = Some(value_type(bytes_of(f, "period_type")?)?),
             12 => profile.period = varint_of(f, "period")? as i64,
@@ -221,7 +299,13 @@ pub fn decode_raw(data: &[u8]) -> Result<Profile, PprofError> {
             .cloned()
             .ok_or_else(|| PprofError(format!("string index {i} out of range")))
     };
-    let string = |i: u64| shared(i).map(|s| s.to_string());
+    // The few strings named by value are copies: paid for, as a thousand sample types
+    // naming one long string would hold it a thousand times.
+    let mut string = |i: u64| {
+        let s = shared(i)?;
+        budget.spend(s.len())?;
+        Ok::<_, PprofError>(s.to_string())
+    };
     profile.sample_types = types
         .iter()
         .map(|&(t, u)| Ok((string(t)?, string(u)?)))
@@ -255,14 +339,14 @@ pub fn decode_raw(data: &[u8]) -> Result<Profile, PprofError> {
     Ok(profile)
 }
 
-fn sample(data: &[u8]) -> Result<Sample, PprofError> {
+fn sample(data: &[u8], budget: &mut Budget) -> Result<Sample, PprofError> {
     let mut location_ids = Vec::new();
     let mut values = Vec::new();
     let mut r = Reader::new(data);
     while let Some((n, f)) = r.next()? {
         match n {
-            1 => push_varints(&mut location_ids, f)?,
-            2 => push_varints(&mut values, f)?,
+            1 => push_varints(&mut location_ids, f, budget)?,
+            2 => push_varints(&mut values, f, budget)?,
             _ => {}
         }
     }
@@ -272,7 +356,7 @@ fn sample(data: &[u8]) -> Result<Sample, PprofError> {
     })
 }
 
-fn location(data: &[u8]) -> Result<(u64, Vec<u64>), PprofError> {
+fn location(data: &[u8], budget: &mut Budget) -> Result<(u64, Vec<u64>), PprofError> {
     let mut id = 0;
     let mut lines = Vec::new();
     let mut r = Reader::new(data);
@@ -283,6 +367,8 @@ fn location(data: &[u8]) -> Result<(u64, Vec<u64>), PprofError> {
                 let mut lr = Reader::new(bytes_of(f, "Location.line")?);
                 while let Some((ln, lf)) = lr.next()? {
                     if ln == 1 {
+                        // Its id here, then its name in the profile.
+                        budget.spend(size_of::<u64>() + size_of::<Arc<str>>())?;
                         lines.push(varint_of(lf, "Line.function_id")?);
                     }
                 }
@@ -318,8 +404,7 @@ impl Profile {
             .iter()
             .filter_map(|s| s.values.get(index).copied())
             .filter(|&v| v > 0)
-            .map(|v| v as u64)
-            .sum()
+            .fold(0u64, |sum, v| sum.saturating_add(v as u64))
     }
 
     /// Folded stacks of value `index` under the root frame `root` (the program's name);
@@ -354,7 +439,7 @@ impl Profile {
             }
             let stack = frames.join(";");
             match stacks.get_mut(&stack) {
-                Some(total) => *total += value as u64,
+                Some(total) => *total = total.saturating_add(value as u64),
                 None => {
                     folded_bytes += length;
                     if folded_bytes > MAX_FOLDED_BYTES {
@@ -516,6 +601,115 @@ mod tests {
         for names in profile.locations.values() {
             assert!(Arc::ptr_eq(first, &names[0]), "one copy of the name");
         }
+    }
+
+    fn gzip(raw: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(raw).unwrap();
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn a_pprof_of_a_million_empty_strings_is_refused_not_inflated() {
+        // 2 bytes each on the wire, tens of bytes each decoded: 512 MiB of them unzipped
+        // (from under a MiB of gzip) once asked for 10 GB.
+        let raw = [0x32, 0x00].repeat(1_000_000);
+        let err = decode(&gzip(&raw)).unwrap_err();
+        assert!(
+            err.to_string().contains("more than 524288 strings"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_pprof_of_two_million_empty_samples_is_refused_not_inflated() {
+        let raw = [0x12, 0x00].repeat(2_000_000);
+        let err = decode(&gzip(&raw)).unwrap_err();
+        assert!(
+            err.to_string().contains("more than 1048576 samples"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_pprof_of_a_million_locations_or_functions_is_refused_not_inflated() {
+        let err = decode_raw(&[0x22, 0x00].repeat(1_000_000)).unwrap_err();
+        assert!(
+            err.to_string().contains("more than 524288 locations"),
+            "{err}"
+        );
+        // Functions are kept by id: a million distinct ones.
+        let mut raw = Vec::new();
+        for id in 1..=1_000_000 {
+            let mut function = Vec::new();
+            number(1, id, &mut function);
+            field(5, &function, &mut raw);
+        }
+        let err = decode_raw(&raw).unwrap_err();
+        assert!(
+            err.to_string().contains("more than 524288 functions"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_pprof_sample_of_40_mib_of_location_ids_is_refused_past_the_decoded_budget() {
+        // One packed run of 1-byte ids: 40 MiB on the wire, 320 MiB as u64s.
+        let ids = vec![1u8; 40 << 20];
+        let mut sample = Vec::new();
+        field(1, &ids, &mut sample);
+        let mut raw = Vec::new();
+        field(2, &sample, &mut raw);
+        let err = decode_raw(&raw).unwrap_err();
+        assert!(err.to_string().contains("more than 256 MiB"), "{err}");
+    }
+
+    #[test]
+    fn a_pprof_of_many_sample_types_naming_one_long_string_is_refused() {
+        let mut raw = Vec::new();
+        field(6, b"", &mut raw);
+        field(6, &vec![b'x'; 8 << 20], &mut raw);
+        let mut value_type = Vec::new();
+        number(1, 1, &mut value_type);
+        number(2, 1, &mut value_type);
+        for _ in 0..MAX_SAMPLE_TYPES {
+            field(1, &value_type, &mut raw);
+        }
+        // 64 types, each a copy of 8 MiB twice: 1 GiB from 8 MiB.
+        let err = decode_raw(&raw).unwrap_err();
+        assert!(err.to_string().contains("more than 256 MiB"), "{err}");
+        field(1, &value_type, &mut raw);
+        let err = decode_raw(&raw).unwrap_err();
+        assert!(
+            err.to_string().contains("more than 64 sample types"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn pprof_values_summing_past_u64_saturate_not_overflow() {
+        let mut p = Vec::new();
+        for text in ["", "samples", "count", "f"] {
+            field(6, text.as_bytes(), &mut p);
+        }
+        let mut value_type = Vec::new();
+        number(1, 1, &mut value_type);
+        number(2, 2, &mut value_type);
+        field(1, &value_type, &mut p);
+        for _ in 0..3 {
+            let mut sample = Vec::new();
+            number(1, 7, &mut sample);
+            number(2, i64::MAX as u64, &mut sample);
+            field(2, &sample, &mut p);
+        }
+        let profile = decode_raw(&p).unwrap();
+        assert_eq!(profile.total(0), u64::MAX);
+        let folded = profile.fold(0, "prog").unwrap();
+        assert_eq!(
+            folded.stacks,
+            vec![("prog;[unknown]".to_string(), u64::MAX)]
+        );
     }
 
     #[test]

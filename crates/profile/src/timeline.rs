@@ -119,7 +119,8 @@ impl Timeline {
     pub fn stack_totals(&self) -> Vec<(String, u64)> {
         let mut totals = vec![0u64; self.stacks.len()];
         for s in &self.samples {
-            totals[s.stack as usize] += s.weight;
+            // Weights are the file's numbers: summed, they saturate.
+            totals[s.stack as usize] = totals[s.stack as usize].saturating_add(s.weight);
         }
         let mut pairs: Vec<(String, u64)> = self
             .stacks
@@ -160,7 +161,8 @@ impl Timeline {
     pub fn totals_of(&self, samples: &[Sample]) -> Vec<(String, u64)> {
         let mut totals = vec![0u64; self.stacks.len()];
         for s in samples {
-            totals[s.stack as usize] += s.weight;
+            // Weights are the file's numbers: summed, they saturate.
+            totals[s.stack as usize] = totals[s.stack as usize].saturating_add(s.weight);
         }
         self.stacks
             .iter()
@@ -573,5 +575,30 @@ mod tests {
         content.extend([TAG_STACK, 0x80]);
         let bytes = zstd::encode_all(&content[..], 1).unwrap();
         assert!(Timeline::read(&bytes[..]).is_err());
+    }
+
+    #[test]
+    fn timeline_weights_summing_past_u64_saturate_not_overflow() {
+        let sample = |weight| Sample {
+            time_ns: 1,
+            thread: 0,
+            stack: 0,
+            weight,
+        };
+        let timeline = Timeline {
+            stacks: vec!["a;f".into()],
+            threads: vec![Thread {
+                tid: 1,
+                pid: None,
+                comm: "a".into(),
+            }],
+            samples: vec![sample(u64::MAX), sample(2)],
+            clock: None,
+        };
+        assert_eq!(timeline.stack_totals(), vec![("a;f".to_string(), u64::MAX)]);
+        assert_eq!(
+            timeline.totals_of(&timeline.samples),
+            vec![("a;f".to_string(), u64::MAX)]
+        );
     }
 }

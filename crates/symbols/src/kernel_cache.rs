@@ -16,7 +16,7 @@
 use super::kallsyms::Kallsyms;
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
 const KEY_PREFIX: &str = "kernel-";
@@ -144,7 +144,11 @@ pub fn save(
     kallsyms: &Kallsyms,
 ) -> io::Result<()> {
     let dir = cache.join(format!("{KEY_PREFIX}{}", id.boot_id));
-    fs::create_dir_all(&dir)?;
+    // Private, as the file is: kernel addresses are for this user only.
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)?;
     if !fs::symlink_metadata(&dir)?.is_dir() {
         return Err(io::Error::other(format!(
             "{} is not a directory",
@@ -241,6 +245,21 @@ mod tests {
 
     fn keep_test_list(cache: &Path, id: &KernelIdentity) {
         save(cache, id, Source::Host, &Kallsyms::parse(KALLSYMS).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_kept_copy_and_its_directories_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = temp_cache("private");
+        let cache = root.join(".symbols");
+        let id = KernelIdentity::new(BOOT, MODULES).unwrap();
+        keep_test_list(&cache, &id);
+        let dir = cache.join(format!("{KEY_PREFIX}{BOOT}"));
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.join(FILE)), 0o600);
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&cache), 0o700);
+        let _ = fs::remove_dir_all(&root);
     }
 
     #[test]

@@ -308,10 +308,15 @@ impl ModuleSymbols {
 
     /// The ELF address of a file offset, through the segment that loads it.
     pub fn address_of_offset(&self, file_offset: u64) -> Option<u64> {
+        // A file's segments may claim ranges past 2^64: they end there, and load nothing
+        // past it.
         self.segments
             .iter()
-            .find(|s| s.file_offset <= file_offset && file_offset < s.file_offset + s.file_size)
-            .map(|s| file_offset - s.file_offset + s.address)
+            .find(|s| {
+                s.file_offset <= file_offset
+                    && file_offset < s.file_offset.saturating_add(s.file_size)
+            })
+            .and_then(|s| (file_offset - s.file_offset).checked_add(s.address))
     }
 
     /// The frames at an ELF address, innermost (inlined callee) first, demangled; empty
@@ -323,7 +328,9 @@ impl ModuleSymbols {
         }
         let symbol = self.symbol_at(address);
         let mut frames: Vec<String> = Vec::new();
-        if let Some(loader) = self.dwarf.get() {
+        // addr2line looks up `[address, address + 1)`, which overflows at the top of the
+        // address space (a debug build panics there); no code lies in its last byte.
+        if let Some(loader) = self.dwarf.get().filter(|_| address < u64::MAX) {
             if let Ok(mut iter) = loader.find_frames(address) {
                 while let Ok(Some(frame)) = iter.next() {
                     if let Some(name) = frame.function.as_ref().and_then(|f| f.raw_name().ok()) {
@@ -370,7 +377,8 @@ impl ModuleSymbols {
             .checked_sub(1)?;
         let sym = &self.symbols[i];
         let end = if sym.size > 0 {
-            sym.address + sym.size
+            // A symbol's size is the file's number: it ends at 2^64 at the latest.
+            sym.address.saturating_add(sym.size)
         } else {
             // Unsized (hand-written assembly): up to the next symbol.
             self.symbols
@@ -682,5 +690,38 @@ mod tests {
             // Names alone, as without --inline.
             assert_eq!(module.function_at(elf).as_deref(), Some("main.spin"));
         }
+    }
+
+    #[test]
+    fn a_symbol_or_segment_reaching_past_2_pow_64_ends_there_not_an_overflow() {
+        let module = ModuleSymbols::from_table(
+            "segment fffffffffffff000 2000 fffffffffffff000\n\
+             segment 0 1000 ffffffffffffff00\n\
+             symbol fffffffffffffff0 100 huge\n",
+        )
+        .unwrap();
+        assert_eq!(module.function_at(u64::MAX - 1).as_deref(), Some("huge"));
+        assert_eq!(module.function_at(0x10), None);
+        assert_eq!(
+            module.address_of_offset(0xffff_ffff_ffff_f010),
+            Some(0xffff_ffff_ffff_f010)
+        );
+        // In the second segment, at an address past 2^64: no address.
+        assert_eq!(module.address_of_offset(0x200), None);
+        assert_eq!(module.address_of_offset(0x10), Some(0xffff_ffff_ffff_ff10));
+    }
+
+    #[test]
+    fn dwarf_is_not_asked_about_the_last_address_of_the_address_space() {
+        // Found by fuzzing (fuzz/fuzz_targets/elf_symbols.rs): addr2line 0.25 adds 1 to
+        // the address it looks up.
+        let path = format!(
+            "{}/../../tests/data/native/host-dwarf-loop.root/tmp/devprof-dwarf-golden/dwarf-loop",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let module = ModuleSymbols::from_elf(Path::new(&path)).unwrap();
+        assert!(module.open_dwarf());
+        assert!(module.frames_at(u64::MAX).is_empty());
+        assert_eq!(module.inline_chain(u64::MAX), None);
     }
 }

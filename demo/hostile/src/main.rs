@@ -15,8 +15,12 @@
 //!   hostile names, jemalloc-style dumps on SIGUSR2, and the children below, kept alive,
 //! - `idle`: a child that only exists for its forged command line,
 //! - `java`: a JVM lookalike whose /tmp/perf-PID.map is a link to /dev/zero or a FIFO
-//!   (`HOSTILE_MAP`), with ASYNC_PROFILER_HOME and JAVA_HOME in the user's directories.
+//!   (`HOSTILE_MAP`), with ASYNC_PROFILER_HOME and JAVA_HOME in the user's directories,
+//! - `escapes`: another mode altogether, for a container of its own (`escapes`): terminal
+//!   control sequences in every text devprof shows a person; its processes take the roles
+//!   `esc-go`, `esc-dumps`, `idle` and `java` (with `HOSTILE_MAP=none`: no map).
 
+mod escapes;
 mod plant;
 mod signals;
 mod work;
@@ -44,6 +48,9 @@ fn main() {
         Ok("main") => run_main(),
         Ok("idle") => work::idle(),
         Ok("java") => work::java(),
+        Ok("escapes") => escapes::supervise(),
+        Ok("esc-go") => escapes::go(),
+        Ok("esc-dumps") => escapes::dumps(),
         Ok(other) => {
             eprintln!("hostile: unknown HOSTILE_ROLE {other}");
             std::process::exit(2);
@@ -189,6 +196,15 @@ fn run_main() {
     let mut running: Vec<Option<Child>> = specs.iter().map(|s| s.spawn().ok()).collect();
     println!("hostile: running, pid {}", std::process::id());
     // A child that ends (the fake asprof ends its JVM) is started again.
+    keep_running(&specs, &mut running, |s| s.spawn())
+}
+
+/// Starts again, every half second, each child of `specs` that ended; never returns.
+fn keep_running<S>(
+    specs: &[S],
+    running: &mut [Option<Child>],
+    spawn: impl Fn(&S) -> std::io::Result<Child>,
+) -> ! {
     loop {
         std::thread::sleep(Duration::from_millis(500));
         for (spec, slot) in specs.iter().zip(running.iter_mut()) {
@@ -197,7 +213,7 @@ fn run_main() {
                 None => true,
             };
             if ended {
-                *slot = spec.spawn().ok();
+                *slot = spawn(spec).ok();
             }
         }
     }

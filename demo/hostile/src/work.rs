@@ -137,7 +137,8 @@ fn jit_code() -> Option<extern "C" fn(u32)> {
     None
 }
 
-/// The JVM lookalike: its perf map is a link to /dev/zero or a FIFO, made as soon as it
+/// The JVM lookalike: its perf map is a link to /dev/zero or a FIFO (or none, with
+/// `HOSTILE_MAP=none`), made as soon as it
 /// knows its pid; it burns a little, in a named function and in "JIT" code, so that a
 /// capture of it has samples and perf looks its JIT frames up in the map.
 pub fn java() -> ! {
@@ -146,6 +147,8 @@ pub fn java() -> ! {
     let _ = std::fs::remove_file(&map);
     let made = match std::env::var("HOSTILE_MAP").as_deref() {
         Ok("fifo") => crate::plant::mkfifo(Path::new(&map)),
+        // The escapes mode's lookalike: no map at all.
+        Ok("none") => Ok(()),
         _ => std::os::unix::fs::symlink("/dev/zero", &map),
     };
     if let Err(e) = made {

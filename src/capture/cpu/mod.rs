@@ -31,8 +31,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Fewer samples than this and the flamegraph is mostly noise.
-pub const LOW_SAMPLE_WARNING: u64 = 1000;
+/// Below this share of one CPU over the window (its samples at the sampling rate) the
+/// target was mostly idle, judged against its own CPU use: a short capture of a busy
+/// process has few samples and is not idle.
+pub const IDLE_CPU_SHARE: f64 = 0.05;
+
+/// The share of one CPU a capture's samples stand for: `samples` at `frequency_hz` over
+/// `seconds` (None when either is zero).
+pub fn cpu_share(samples: u64, frequency_hz: u32, seconds: f64) -> Option<f64> {
+    (frequency_hz > 0 && seconds > 0.0).then(|| samples as f64 / (frequency_hz as f64 * seconds))
+}
 /// Above this share of unnamed frames the flamegraph is mostly hex.
 pub const UNSYMBOLIZED_WARNING: f64 = 0.5;
 
@@ -241,7 +249,7 @@ impl Recipe for CpuRecipe<'_> {
         }
         // Printed once, before the window: the user may want to fix them and start again.
         for warning in &self.runtime_warnings {
-            eprintln!("warning: {warning}");
+            crate::warn!("{warning}");
         }
         self.engine().stage(self.in_workdir(target)).await
     }
@@ -465,7 +473,7 @@ impl CpuRecipe<'_> {
         if let Some(go) = target.go.as_ref().filter(|_| reads_binary) {
             // Said once: a stripped Go binary needs no rebuild, unlike a stripped Rust one.
             let note = crate::runtime::go_names_note(go.stripped);
-            eprintln!("note: {note}");
+            crate::note!("{note}");
             manifest.notes.push(note.to_string());
         }
         let mut warnings = Vec::new();

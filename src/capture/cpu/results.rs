@@ -1,7 +1,7 @@
 //! What a CPU capture makes of its folded stacks: the flamegraphs and their views, the
 //! error for a capture of no samples, and the advice on what was recorded.
 
-use super::{CpuSettings, LOW_SAMPLE_WARNING, NODE_FOLDED, NODE_SVG, UNSYMBOLIZED_WARNING};
+use super::{cpu_share, CpuSettings, IDLE_CPU_SHARE, NODE_FOLDED, NODE_SVG, UNSYMBOLIZED_WARNING};
 use crate::capture::lifecycle::Run;
 use crate::capture::manifest::{subtitle, Sampling};
 use crate::capture::target::Target;
@@ -118,6 +118,19 @@ pub(super) fn write_graphs<R>(
     Ok(extensions)
 }
 
+/// The warning for a target that was mostly idle, judged by the CPU its samples stand for
+/// over the window; None for one that worked.
+pub(super) fn idle_warning(samples: u64, frequency_hz: u32, seconds: f64) -> Option<String> {
+    let share = cpu_share(samples, frequency_hz, seconds)?;
+    (share < IDLE_CPU_SHARE).then(|| {
+        format!(
+            "the target was mostly idle: {samples} samples at {frequency_hz} Hz over {seconds:.1} s is about {:.1}% of \
+             one CPU. Put load on it while recording, or record longer.",
+            share * 100.0
+        )
+    })
+}
+
 /// What the user should hear about the profile (few samples, unnamed frames, broken
 /// stacks, a missing V8 perf map, lost chunks), into `warnings` and the manifest.
 pub(super) fn advise<E: Engine>(
@@ -129,18 +142,13 @@ pub(super) fn advise<E: Engine>(
     unsymbolized: f64,
     settings: &CpuSettings,
 ) {
-    let samples = manifest.sample_count;
-    if samples < LOW_SAMPLE_WARNING {
-        // An engine sampling at a rate of its own (Go's runtime) ignores --frequency.
-        let rate_is_ours = manifest.frequency_hz == settings.frequency;
-        warnings.push(format!(
-            "only {samples} samples: the target was mostly idle. Put load on it while recording{}",
-            if rate_is_ours {
-                ", record longer, or raise --frequency."
-            } else {
-                " or record longer."
-            }
-        ));
+    // Judged at the rate the engine sampled at (Go's runtime keeps its own).
+    if let Some(warning) = idle_warning(
+        manifest.sample_count,
+        manifest.frequency_hz,
+        manifest.duration_recorded_s,
+    ) {
+        warnings.push(warning);
     }
     let node_map = (target.runtime == Runtime::Node)
         .then(|| node_perf_map(&target.process.cmdline, &target.process_facts));
@@ -189,5 +197,25 @@ pub(super) fn advise<E: Engine>(
         warnings.push(format!(
             "perf lost {lost} chunks of samples; lower --frequency"
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: "only 843 samples: the target was mostly idle" fired on most short
+    /// captures of busy targets (a fixed count of 1000); idleness is now judged by the CPU
+    /// the samples stand for.
+    #[test]
+    fn a_short_capture_of_a_busy_target_is_not_called_idle_and_a_sleeping_one_is() {
+        // 843 samples in 1 s at 999 Hz: 84% of a CPU.
+        assert_eq!(idle_warning(843, 999, 1.0), None);
+        // 2 threads busy for 0.5 s.
+        assert_eq!(idle_warning(999, 999, 0.5), None);
+        let warning = idle_warning(120, 999, 10.0).expect("1.2% of a CPU is idle");
+        assert!(warning.contains("about 1.2% of one CPU"), "{warning}");
+        assert!(idle_warning(4, 100, 5.0).is_some());
+        assert_eq!(idle_warning(5, 0, 5.0), None);
     }
 }

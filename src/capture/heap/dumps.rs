@@ -106,7 +106,7 @@ async fn named_paths(target: &HeapTarget, paths: &[String]) -> Result<Vec<DumpFi
         return Err(Error::HeapNoDumps {
             container: target.container.name.clone(),
             what: format!("no regular file at {}", missing.join(", ")),
-            dir: target.ready.dump_dir.clone(),
+            dir: target.ready.shown_dir(),
             hint: "give paths as the process sees them in its container".into(),
         });
     }
@@ -196,7 +196,7 @@ pub(super) async fn existing_dumps(target: &HeapTarget, selection: &Selection) -
         Error::HeapNoDumps {
             container: target.container.name.clone(),
             what,
-            dir: target.ready.dump_dir.clone(),
+            dir: target.ready.shown_dir(),
             hint,
         }
     })?;
@@ -270,7 +270,7 @@ pub(super) async fn fetch_dump(
         return Err(Error::HeapNoDumps {
             container: target.container.name.clone(),
             what: format!("dump {} disappeared before it could be copied", dump.name),
-            dir: target.ready.dump_dir.clone(),
+            dir: target.ready.shown_dir(),
             hint: "something removed it meanwhile; run again".into(),
         });
     }

@@ -48,10 +48,13 @@ pub const HEAP_EXTENSIONS: &[&str] = &["folded", "svg", "txt"];
 pub use crate::symbols::binary::SYMBOL_CACHE;
 
 /// What the process's jemalloc is set up to do: the heap capture's part of its target.
+/// `conf_variable` and `conf_text` are for messages and the manifest: the process's own
+/// text, written on one line (`text::printable`).
 pub(super) struct Jemalloc {
     pub(super) conf_variable: String,
     pub(super) conf_text: String,
     pub(super) conf: JemallocConf,
+    /// Where the dumps are, as the process names it (`shown_dir` for messages).
     pub(super) dump_dir: String,
     pub(super) dump_base: String,
     pub(super) catches_signal: bool,
@@ -96,6 +99,13 @@ struct JemallocRecipe<'s> {
     warnings: Vec<String>,
     /// The newest dump sequence of the process before the window.
     before_window: Option<u64>,
+}
+
+impl Jemalloc {
+    /// The dump directory for a message: the process's prof_prefix, on one line.
+    pub(super) fn shown_dir(&self) -> String {
+        crate::text::printable(&self.dump_dir)
+    }
 }
 
 impl<'s> JemallocRecipe<'s> {

@@ -11,6 +11,7 @@ use crate::docker::{ContainerShell, Shell};
 use crate::error::{Error, Result};
 use crate::profile::heap::dumps::{catches, split_prefix, JemallocConf};
 use crate::symbols::malloc_conf::{compiled_conf, CompiledConf};
+use crate::text::printable;
 
 /// Reads the found process's
 /// jemalloc settings from every source it has (see `Enablement`); fails when profiling is
@@ -33,8 +34,8 @@ pub(super) async fn probe_jemalloc(
         // here; jemalloc read its settings at start-up, from what the container gave it.
         if let Ok(config) = shell.docker().container_config(&container.id).await {
             if facts.adopt_configured_env(&config.env) {
-                eprintln!(
-                    "note: the environment of pid {} reads blank (the process rewrote it); using the jemalloc settings {} was started with",
+                crate::note!(
+                    "the environment of pid {} reads blank (the process rewrote it); using the jemalloc settings {} was started with",
                     process.pid, container.name
                 );
             }
@@ -87,12 +88,13 @@ pub(super) async fn probe_jemalloc(
             None => format!(
                 "{variable} is not set, and no jemalloc was found in the program (a program with another allocator has no jemalloc heap profiles)"
             ),
-            Some(v) => format!("{variable}={v} has no prof:true"),
+            Some(v) => format!("{variable}={} has no prof:true", printable(v)),
         };
         found.push_str(&format!(
-            "; also checked: {}, the binary's malloc_conf, and dumps of pid {} in {dump_dir}",
+            "; also checked: {}, the binary's malloc_conf, and dumps of pid {} in {}",
             facts.config_file_name(&variable),
-            process.pid
+            process.pid,
+            printable(&dump_dir)
         ));
         let error = Error::HeapProfilingOff {
             container: container.name.clone(),
@@ -104,16 +106,16 @@ pub(super) async fn probe_jemalloc(
         if require_on {
             return Err(error);
         }
-        eprintln!(
-            "note: jemalloc profiling of pid {} is not visible ({variable} unset, no config file, no compiled-in options, no dumps of its own); rendering the dumps named with --files",
+        crate::note!(
+            "jemalloc profiling of pid {} is not visible ({variable} unset, no config file, no compiled-in options, no dumps of its own); rendering the dumps named with --files",
             process.pid
         );
     }
     Ok(Jemalloc {
         catches_signal: facts.sigcgt.as_deref().is_some_and(|m| catches(m, signal)),
         process_started: facts.process_started(),
-        conf_variable: enablement.source_names().unwrap_or(variable),
-        conf_text: enablement.text(),
+        conf_variable: printable(&enablement.source_names().unwrap_or(variable)),
+        conf_text: printable(&enablement.text()),
         conf,
         dump_dir,
         dump_base,

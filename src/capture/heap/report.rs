@@ -102,7 +102,7 @@ pub(super) async fn analyse(
         return Err(Error::HeapNoDumps {
             container: target.container.name.clone(),
             what: format!("the dumps hold no {} bytes", settings.measure.label()),
-            dir: target.ready.dump_dir.clone(),
+            dir: target.ready.shown_dir(),
             hint: "the process had nothing sampled yet; let it run longer, or lower lg_prof_sample"
                 .into(),
         });
@@ -192,9 +192,10 @@ fn parse_dumps(
         let path = dir.join(&local_names[&d.name]);
         let text = std::fs::read_to_string(&path)
             .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        // The dump's text is the process's: the error quotes it on one line.
         let dump = parse_dump(&text).map_err(|e| Error::HeapDumpInvalid {
-            path: path.display().to_string(),
-            detail: e.to_string(),
+            path: crate::text::printable(&path.display().to_string()),
+            detail: crate::text::printable(&e.to_string()),
         })?;
         parsed.push(dump);
     }

@@ -106,7 +106,7 @@ fn unavailable(target: &HeapTarget, signal: &Signal, detail: String) -> Error {
         hint: format!(
             "check that the process may write to {} (prof_prefix in {}), and that the program calls jemalloc's \
              prof.dump on SIG{}; its log may say why (`docker logs {}`)",
-            jemalloc.dump_dir, jemalloc.conf_variable, signal.name, target.container.name
+            jemalloc.shown_dir(), jemalloc.conf_variable, signal.name, target.container.name
         ),
     }
 }
@@ -261,7 +261,7 @@ fn no_fresh_dump(target: &HeapTarget, signal: &Signal, recording: &Recording) ->
             signal,
             format!(
                 "no new dump appeared in {} within {} s of SIG{}",
-                jemalloc.dump_dir,
+                jemalloc.shown_dir(),
                 DUMP_WAIT.as_secs(),
                 signal.name
             ),

@@ -130,12 +130,12 @@ umount /sys/kernel/tracing && echo "unmounted"
         "unmounted" => {}
         // Someone mounted over it, or removed it: not devprof's to touch.
         "not-ours" => {}
-        "in-use" => eprintln!(
-            "note: left tracefs mounted at /sys/kernel/tracing in {container}: another devprof capture records there; \
+        "in-use" => crate::note!(
+            "left tracefs mounted at /sys/kernel/tracing in {container}: another devprof capture records there; \
              once none does: `docker exec {container} umount /sys/kernel/tracing`"
         ),
-        _ => eprintln!(
-            "warning: could not unmount the tracefs devprof mounted at /sys/kernel/tracing in {container}; \
+        _ => crate::warn!(
+            "could not unmount the tracefs devprof mounted at /sys/kernel/tracing in {container}; \
                  `docker exec {container} umount /sys/kernel/tracing` removes it"
         ),
     }

@@ -198,8 +198,8 @@ impl Recipe for OffcpuRecipe<'_> {
         let stopped = failure.is_some_and(|e| matches!(e.cause(), Error::TargetStopped { .. }));
         if !stopped && watch.in_target() && watch.paused().await {
             let name = &target.container.name;
-            eprintln!(
-                "warning: left tracefs mounted at /sys/kernel/tracing in {name} (paused); after `docker unpause {name}`: \
+            crate::warn!(
+                "left tracefs mounted at /sys/kernel/tracing in {name} (paused); after `docker unpause {name}`: \
                  `docker exec {name} umount /sys/kernel/tracing`"
             );
         } else if !stopped {

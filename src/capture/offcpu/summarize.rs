@@ -212,7 +212,7 @@ impl Summarizing<'_, '_> {
         });
         // Without a terminal there is no spinner: one line says the summary began.
         if spinner.is_hidden() {
-            eprintln!("{container}: {SUMMARY_STARTED}");
+            crate::say!("{container}: {SUMMARY_STARTED}");
         }
         let keep = self.settings.keep_script.then(|| stem.path("script"));
         if keep.is_some() && mode == Mode::Fast {

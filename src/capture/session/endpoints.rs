@@ -230,7 +230,7 @@ impl Endpoints {
             Vec::new()
         };
         for (r, clock) in reached.iter().zip(&clocks_before) {
-            eprintln!(
+            crate::say!(
                 "endpoint {} ({}): clock {} against this host's",
                 r.context.as_deref().unwrap_or("default"),
                 r.docker.address(),
@@ -265,7 +265,7 @@ impl Endpoints {
             &clocks_after,
         );
         for (e, after) in endpoints.iter().zip(&clocks_after) {
-            eprintln!(
+            crate::say!(
                 "endpoint {} after the window: clock {}",
                 e.context,
                 clock_text(after)

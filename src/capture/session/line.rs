@@ -58,9 +58,9 @@ impl Line {
             .collect::<Vec<_>>()
             .join(" · ");
         if self.bar.is_hidden() || self.report.session_hidden() {
-            eprintln!("{}: {text}", self.container);
+            crate::say!("{}: {text}", self.container);
         } else {
-            self.bar.set_message(text);
+            crate::ui::Reporter::bar_message(&self.bar, &text);
         }
     }
 

@@ -23,7 +23,7 @@ use chrono::Local;
 use endpoints::{Chosen, Endpoints};
 use futures_util::future::join_all;
 use line::Line;
-use record::{cut_to_window, meter, row, session_record, CpuReading};
+use record::{cut_to_window, kinds_given, meter, row, session_record, CpuReading};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -100,10 +100,14 @@ pub async fn run_session(
             &report,
         );
     }
+    let given = kinds_given(settings);
     let rows = endpoints
         .chosen
         .iter()
-        .map(|c| row(&c.key, &captures, readings.get(&c.key), settings.duration))
+        .map(|c| {
+            let reading = readings.get(&c.key);
+            row(&c.key, &captures, reading, settings.duration, given)
+        })
         .collect();
     let interrupted = ctx.interrupts.pending();
     let record = session_record(
@@ -147,6 +151,7 @@ impl Window<'_> {
             report: self.report.clone(),
             interrupts: self.ctx.interrupts.subscribe(),
             fault: self.ctx.fault,
+            pause: self.ctx.pause.clone(),
         }
     }
 

@@ -10,7 +10,7 @@ use crate::docker::target::ProcessSelector;
 use crate::docker::ContainerShell;
 use crate::engines::Ahead;
 use crate::error::{Error, Result};
-use crate::profile::verdict::{judge, stat_ticks, thresholds_text, Measured, Waits};
+use crate::profile::verdict::{judge_given, stat_ticks, thresholds_text, Given, Measured, Waits};
 use crate::settings::profile::{Kind, ProfileSettings, Targets};
 use crate::store::session::{SessionCapture, SessionEndpoint, SessionRecord, SessionRow};
 use crate::ui::Reporter;
@@ -146,11 +146,18 @@ pub(super) async fn meter(
     })
 }
 
+/// The kinds a session was given, for its verdicts' advice (which never asks for one).
+pub(super) fn kinds_given(settings: &ProfileSettings) -> Given {
+    let names: Vec<&str> = settings.kinds.iter().map(Kind::name).collect();
+    Given::of_kinds(&names)
+}
+
 pub(super) fn row(
     container: &str,
     captures: &[CaptureEnd],
     reading: Option<&std::result::Result<CpuReading, String>>,
     window: Duration,
+    given: Given,
 ) -> SessionRow {
     let mine: Vec<&CaptureEnd> = captures
         .iter()
@@ -221,7 +228,7 @@ pub(super) fn row(
         heap_growth_bytes,
         offcpu_s,
         verdict: if errors.is_empty() {
-            judge(&measured)
+            judge_given(&measured, given)
         } else {
             None
         },

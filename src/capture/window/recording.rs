@@ -77,6 +77,7 @@ impl Recording {
             if let Some(path) = &markers.path {
                 if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
                     manifest.record_file(dir, &name.to_string_lossy());
+                    manifest.markers_kept = Some(markers.count);
                 }
             }
             manifest.notes.extend(markers.notes.iter().cloned());

@@ -210,7 +210,11 @@ impl<'a> WindowState<'a> {
             .map(|rest| rest.strip_prefix('\n').unwrap_or(rest))
             .unwrap_or(&text)
             .to_string();
-        let started_at = self.started_at.unwrap_or(stopped_at);
+        // The recorder's first output marks the window's real start; without one (a Ctrl-C
+        // before it reached devprof), the window's opening here does.
+        let opened_at =
+            stopped_at - chrono::Duration::from_std(self.started.elapsed()).unwrap_or_default();
+        let started_at = self.started_at.unwrap_or(opened_at);
         let pending_markers = follower.map(|f| {
             let stem = stem.clone();
             PendingMarkers(tokio::spawn(
@@ -248,7 +252,19 @@ impl<'a> WindowState<'a> {
         .into_iter()
         .flatten()
         .min();
-        let window = ended_early.unwrap_or(elapsed).min(duration);
+        // Measured between the window's real edges where the recorder was seen running,
+        // so a window ended early reads what it recorded.
+        let real = (stopped_at - started_at)
+            .to_std()
+            .ok()
+            .filter(|_| self.started_at.is_some());
+        let window = match (ended_early, real) {
+            (Some(early), Some(real)) => early.min(real),
+            (Some(early), None) => early,
+            (None, Some(real)) => real.max(elapsed.min(duration)),
+            (None, None) => elapsed,
+        }
+        .min(duration);
         Ok(Recording {
             output,
             window,

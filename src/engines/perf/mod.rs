@@ -291,7 +291,7 @@ async fn by_script(
         .spinner("symbolizing and folding stacks (perf script)");
     // Without a terminal there is no spinner: one line says the fold began.
     if spinner.is_hidden() {
-        eprintln!("{}: {FOLDING_STARTED}", job.shell.container());
+        crate::say!("{}: {FOLDING_STARTED}", job.shell.container());
     }
     let script_argv = ready.script(
         job.workdir,

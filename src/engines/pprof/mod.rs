@@ -36,7 +36,7 @@ use crate::profile::folded::Folded;
 use crate::profile::pprof::{self, Profile};
 use crate::runtime::go as go_endpoint;
 use crate::runtime::GO_PPROF_FIX;
-use crate::text::first_line;
+use crate::text::{first_line, printable};
 use std::time::Instant;
 
 /// Which profile to fetch.
@@ -262,7 +262,7 @@ impl PprofEngine {
                         MAX_FETCHED_PROFILE >> 20
                     )
                 } else {
-                    said.to_string()
+                    printable(said)
                 },
             });
         }
@@ -275,10 +275,12 @@ impl PprofEngine {
             })
             .await?;
         let download_ms = started.elapsed().as_millis() as u64;
+        // What the endpoint served (its sample types, its strings) is the program's: the
+        // error shows it on one line.
         let invalid = |detail: String| Error::PprofInvalid {
             container: ready.container.clone(),
             url: url.clone(),
-            detail,
+            detail: printable(&detail),
         };
         if !out.success() || bytes.is_empty() {
             return Err(invalid(format!(

@@ -1,5 +1,8 @@
 // The heatmap page's code: decodes the embedded cells, draws the heatmap, and draws the
-// flamegraph of the selected range. No network, no libraries.
+// flamegraph of the selected range.
+// The columns are as wide as the box allows; markers are ticks above the cells and a list
+// beside them, picked by a click or stepped through with ArrowLeft/ArrowRight (k/j), each
+// selecting its interval exactly. No network, no libraries.
 "use strict";
 (function () {
   const body = document.body;
@@ -7,17 +10,24 @@
   window.addEventListener("error", () => { errors += 1; body.dataset.errors = String(errors); });
   body.dataset.errors = "0";
   const meta = JSON.parse(document.getElementById("devprof-data").textContent);
-  const ROWS = meta.rows, CELL_MS = meta.cellMs, CELL_PX = 8, FRAME_H = 16;
+  const markers = meta.markers || [];
+  // A column is ROWS cells of CELL_MS; its width in px is fitted to the box (ROW_PX tall).
+  const ROWS = meta.rows, CELL_MS = meta.cellMs, STEP_MS = ROWS * CELL_MS;
+  const ROW_PX = 8, MAX_COL_PX = 8, MIN_COL_PX = 2, FRAME_H = 16, LIST_ROW_PX = 18;
+  let colPx = MAX_COL_PX;
   const nodes = meta.parent.length;
   const parent = Int32Array.from(meta.parent), frame = Int32Array.from(meta.frame);
   const children = Array.from({ length: nodes }, () => []);
   for (let i = 1; i < nodes; i++) children[parent[i]].push(i);
   for (const list of children) list.sort((a, b) => (meta.frames[frame[a]] < meta.frames[frame[b]] ? -1 : 1));
-  let cell, segment, thread, node, weight, count = 0, cellCount = 0;
-  let thread_filter = -1, selection = null, zoom = 0, searchRe = null, totals = null;
+  let cell, segment, thread, node, weight, count = 0, cellCount = 0, columns = 1;
+  let thread_filter = -1, selection = null, zoom = 0, searchRe = null, totals = null, selections = 0;
   const heat = document.getElementById("heatmap"), flame = document.getElementById("flame");
+  const wrap = document.getElementById("heatmap-wrap"), axis = document.getElementById("axis");
   const status = document.getElementById("status"), rangeText = document.getElementById("range");
   const details = document.getElementById("details"), flameBox = document.getElementById("flame-box");
+  const markersRow = document.getElementById("markers"), side = document.getElementById("side");
+  const list = document.getElementById("marker-list"), listRows = document.getElementById("marker-rows");
 
   async function decode() {
     const bin = atob(meta.packed);
@@ -41,6 +51,43 @@
       count++;
     }
     cellCount = count ? cell[count - 1] + 1 : 0;
+    columns = Math.max(1, meta.columns || 0, Math.ceil(cellCount / ROWS));
+  }
+
+  // Time in seconds as a range bound: precise to the cell (two decimals for 10 ms cells).
+  const DECIMALS = Math.max(2, Math.ceil(-Math.log10(CELL_MS / 1000) - 1e-9));
+  const secs = (c) => (c * CELL_MS / 1000).toFixed(DECIMALS).replace(/0$/, "");
+  const stepText = STEP_MS >= 1000 ? `${STEP_MS / 1000} s` : `${STEP_MS} ms`;
+
+  // The columns' width: as many as fit the box, between MIN_COL_PX and MAX_COL_PX each.
+  function layout() {
+    const room = (wrap.clientWidth || 800) - 2;
+    colPx = Math.max(MIN_COL_PX, Math.min(MAX_COL_PX, Math.floor(room / columns)));
+    heat.width = columns * colPx; heat.height = ROWS * ROW_PX;
+    heat.dataset.columns = String(columns);
+    heat.dataset.colPx = String(colPx);
+    heat.dataset.stepMs = String(STEP_MS);
+    markersRow.style.width = axis.style.width = `${heat.width}px`;
+    // The list as tall as the heatmap's box beside it.
+    const head = document.getElementById("side-head");
+    list.style.height = `${Math.max(120, wrap.offsetHeight - head.offsetHeight - 2)}px`;
+    document.getElementById("axis-text").textContent =
+      `Columns of ${stepText} (${columns}), rows of ${+(CELL_MS.toFixed(3))} ms, the first at the top; drag over cells to select.`;
+  }
+
+  // Second marks under the cells, at least ~70 px apart.
+  function drawAxis() {
+    axis.textContent = "";
+    const pxPerS = (1000 / STEP_MS) * colPx;
+    const every = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600]
+      .find((s) => s * pxPerS >= 70) || 7200;
+    const end = (columns * STEP_MS) / 1000;
+    for (let k = 0; k * every <= end; k++) {
+      const label = document.createElement("span");
+      label.style.left = `${Math.round(k * every * pxPerS)}px`;
+      label.textContent = `${+(k * every).toFixed(2)} s`;
+      axis.appendChild(label);
+    }
   }
 
   function cellWeights() {
@@ -51,10 +98,9 @@
 
   function drawHeatmap() {
     const w = cellWeights();
-    const cols = Math.max(1, Math.ceil(cellCount / ROWS));
-    heat.width = cols * CELL_PX; heat.height = ROWS * CELL_PX;
     const g = heat.getContext("2d");
     g.fillStyle = "#fff"; g.fillRect(0, 0, heat.width, heat.height);
+    const gap = colPx >= 5 ? 1 : 0;
     let max = 0, coloured = 0;
     for (const v of w) if (v > max) max = v;
     for (let i = 0; i < cellCount; i++) {
@@ -62,12 +108,13 @@
       coloured++;
       const f = Math.sqrt(w[i] / max);
       g.fillStyle = `rgb(255,${Math.round(230 - 200 * f)},${Math.round(220 - 210 * f)})`;
-      g.fillRect(Math.floor(i / ROWS) * CELL_PX, (i % ROWS) * CELL_PX, CELL_PX - 1, CELL_PX - 1);
+      g.fillRect(Math.floor(i / ROWS) * colPx, (i % ROWS) * ROW_PX, colPx - gap, ROW_PX - 1);
     }
-    if (selection) {
+    // The selection shaded, unless it is the whole capture (the page opens on that).
+    if (selection && !(selection[0] === 0 && selection[1] >= cellCount)) {
       g.fillStyle = "rgba(40,90,220,0.35)";
       for (let i = selection[0]; i < selection[1] && i < cellCount; i++)
-        g.fillRect(Math.floor(i / ROWS) * CELL_PX, (i % ROWS) * CELL_PX, CELL_PX, CELL_PX);
+        g.fillRect(Math.floor(i / ROWS) * colPx, (i % ROWS) * ROW_PX, colPx, ROW_PX);
     }
     heat.dataset.cells = String(coloured);
     heat.dataset.max = String(max);
@@ -75,7 +122,7 @@
 
   function cellAt(ev) {
     const r = heat.getBoundingClientRect();
-    const col = Math.floor((ev.clientX - r.left) / CELL_PX), row = Math.floor((ev.clientY - r.top) / CELL_PX);
+    const col = Math.floor((ev.clientX - r.left) / colPx), row = Math.floor((ev.clientY - r.top) / ROW_PX);
     return Math.max(0, col * ROWS + Math.min(ROWS - 1, Math.max(0, row)));
   }
 
@@ -88,13 +135,11 @@
     select(a, b, true);
   });
 
-  const secs = (c) => (c * CELL_MS / 1000).toFixed(2).replace(/0$/, "");
-
-  // A marker's selection: its segments, and the cells it covers for the highlight.
+  // The marker selected (its index), or null for a range of cells.
   let markerSel = null;
 
   function selectMarker(i, updateUrl) {
-    const m = meta.markers[i];
+    const m = markers[i];
     if (!m) return;
     const started = performance.now();
     markerSel = i;
@@ -102,29 +147,37 @@
     zoom = 0;
     if (updateUrl) history.replaceState(null, "", `#m=${i}`);
     for (const el of markersRow.children) el.classList.toggle("selected", Number(el.dataset.i) === i);
+    showInList(i);
     details.textContent = m.line;
     drawHeatmap();
     computeTotals();
     drawFlame();
-    body.dataset.selectMs = (performance.now() - started).toFixed(1);
+    selected(started);
   }
 
   function select(a, b, updateUrl) {
     const started = performance.now();
     selection = [a, b]; zoom = 0; markerSel = null;
-    for (const el of markersRow.children) el.classList.remove("selected");
+    for (const el of markersRow.querySelectorAll(".selected")) el.classList.remove("selected");
+    renderList();
     if (updateUrl) history.replaceState(null, "", `#t=${secs(a)}-${secs(b)}`);
     drawHeatmap();
     computeTotals();
     drawFlame();
-    // For the benchmark: how long the last selection took to draw.
+    selected(started);
+  }
+
+  // For tests and the benchmark: how many selections were drawn, and how long the last took.
+  function selected(started) {
+    selections += 1;
+    body.dataset.selections = String(selections);
     body.dataset.selectMs = (performance.now() - started).toFixed(1);
   }
 
   function computeTotals() {
     totals = new Float64Array(nodes);
     const [a, b] = selection;
-    const m = markerSel === null ? null : meta.markers[markerSel];
+    const m = markerSel === null ? null : markers[markerSel];
     for (let i = 0; i < count; i++) {
       if (m) { if (segment[i] < m.seg[0] || segment[i] > m.seg[1]) continue; }
       else if (cell[i] < a || cell[i] >= b) continue;
@@ -135,6 +188,8 @@
     for (let i = nodes - 1; i > 0; i--) totals[parent[i]] += totals[i];
     const total = totals[0];
     flameBox.dataset.total = String(total);
+    flameBox.dataset.marker = m ? String(markerSel) : "";
+    flameBox.dataset.number = m && m.number !== null && m.number !== undefined ? String(m.number) : "";
     if (m) {
       flameBox.dataset.range = `m${markerSel}`;
       rangeText.textContent = `${m.label}: ${(m.start / 1000).toFixed(3)}–${(m.t / 1000).toFixed(3)} s, ${total} ${meta.unit}`;
@@ -144,24 +199,110 @@
     }
   }
 
-  // The markers row: one tick per marker at its time, as wide as the heatmap.
-  const markersRow = document.getElementById("markers");
+  // Each marker's samples (its segments' weight, of the thread shown), for the list.
+  let markerTotals = new Float64Array(markers.length);
+  function computeMarkerTotals() {
+    let segments = 1;
+    for (const m of markers) segments = Math.max(segments, m.seg[1] + 1);
+    const per = new Float64Array(segments + 1);
+    for (let i = 0; i < count; i++) {
+      if (thread_filter >= 0 && thread[i] !== thread_filter) continue;
+      if (segment[i] < segments) per[segment[i] + 1] += weight[i];
+    }
+    for (let s = 1; s <= segments; s++) per[s] += per[s - 1];
+    markerTotals = Float64Array.from(markers, (m) => (m.seg[1] >= m.seg[0] ? per[m.seg[1] + 1] - per[m.seg[0]] : 0));
+  }
+
+  // The ticks: one per marker at its time, as wide as the heatmap. A click between ticks
+  // picks the nearest.
   function drawMarkers() {
     markersRow.textContent = "";
-    markersRow.style.width = `${heat.width}px`;
-    (meta.markers || []).forEach((m, i) => {
+    markers.forEach((m, i) => {
       const tick = document.createElement("span");
       tick.className = "marker";
+      if (i === markerSel) tick.classList.add("selected");
       tick.dataset.i = String(i);
-      tick.style.left = `${Math.max(0, (m.t / 1000) * CELL_PX - 1)}px`;
+      tick.style.left = `${Math.max(0, (m.t / STEP_MS) * colPx - 1)}px`;
       tick.title = m.line;
       tick.addEventListener("mouseenter", () => { details.textContent = `${m.label}\n${m.line}`; });
       tick.addEventListener("click", (ev) => { ev.stopPropagation(); selectMarker(i, true); });
       markersRow.appendChild(tick);
     });
-    markersRow.dataset.count = String((meta.markers || []).length);
-    if (meta.markerNote) document.getElementById("marker-note").textContent = meta.markerNote;
+    markersRow.dataset.count = String(markers.length);
   }
+  markersRow.addEventListener("click", (ev) => {
+    if (!markers.length) return;
+    const t = ((ev.clientX - markersRow.getBoundingClientRect().left) / colPx) * STEP_MS;
+    let best = 0;
+    markers.forEach((m, i) => { if (Math.abs(m.t - t) < Math.abs(markers[best].t - t)) best = i; });
+    selectMarker(best, true);
+  });
+
+  // The list beside the heatmap: only the rows in view are in the document, so a capture's
+  // many thousand markers cost nothing to show.
+  function renderList() {
+    if (!markers.length) return;
+    const first = Math.max(0, Math.floor(list.scrollTop / LIST_ROW_PX) - 5);
+    const last = Math.min(markers.length, first + Math.ceil((list.clientHeight || 400) / LIST_ROW_PX) + 10);
+    listRows.textContent = "";
+    for (let i = first; i < last; i++) {
+      const m = markers[i];
+      const row = document.createElement("div");
+      row.className = i === markerSel ? "row selected" : "row";
+      row.setAttribute("role", "option");
+      row.setAttribute("aria-selected", String(i === markerSel));
+      row.dataset.i = String(i);
+      row.style.top = `${i * LIST_ROW_PX}px`;
+      row.title = m.line;
+      const n = document.createElement("span");
+      n.className = "n";
+      n.textContent = `${Math.abs(m.start) < 5 ? "0.00" : (m.start / 1000).toFixed(2)} s `;
+      row.appendChild(n);
+      const c = document.createElement("span");
+      c.className = "c";
+      c.textContent = String(markerTotals[i]);
+      row.appendChild(c);
+      row.appendChild(document.createTextNode(m.label));
+      listRows.appendChild(row);
+    }
+  }
+  function showInList(i) {
+    const top = i * LIST_ROW_PX, view = list.clientHeight;
+    if (top < list.scrollTop || top + LIST_ROW_PX > list.scrollTop + view)
+      list.scrollTop = Math.max(0, top - Math.floor(view / 2));
+    renderList();
+  }
+  list.addEventListener("scroll", renderList);
+  listRows.addEventListener("click", (ev) => {
+    const row = ev.target.closest(".row");
+    if (row) { list.focus({ preventScroll: true }); selectMarker(Number(row.dataset.i), true); }
+  });
+
+  // The next (step 1) or previous (-1) marker: from the one selected, else from the range.
+  function stepMarker(step) {
+    if (!markers.length) return;
+    let i;
+    if (markerSel !== null) i = markerSel + step;
+    else if (step > 0) {
+      const from = selection ? selection[0] * CELL_MS : 0;
+      i = markers.findIndex((m) => m.t > from);
+      if (i < 0) i = markers.length - 1;
+    } else {
+      const to = selection ? selection[1] * CELL_MS : Infinity;
+      i = markers.length - 1;
+      while (i > 0 && markers[i].t > to) i--;
+    }
+    selectMarker(Math.max(0, Math.min(markers.length - 1, i)), true);
+  }
+  document.addEventListener("keydown", (ev) => {
+    if (ev.altKey || ev.ctrlKey || ev.metaKey || !markers.length) return;
+    const tag = ev.target && ev.target.tagName;
+    if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") return;
+    const step = { ArrowRight: 1, j: 1, ArrowLeft: -1, k: -1 }[ev.key];
+    if (!step) return;
+    ev.preventDefault();
+    stepMarker(step);
+  });
 
   function colour(name, matched) {
     if (matched) return "rgb(230,0,230)";
@@ -247,12 +388,14 @@
   threadSelect.addEventListener("change", () => {
     thread_filter = Number(threadSelect.value);
     drawHeatmap();
+    computeMarkerTotals();
+    renderList();
     if (selection) { computeTotals(); drawFlame(); }
   });
 
   function fromHash() {
     const mk = /^#m=([0-9]+)$/.exec(location.hash);
-    if (mk && meta.markers && meta.markers[Number(mk[1])]) { selectMarker(Number(mk[1]), false); return true; }
+    if (mk && markers[Number(mk[1])]) { selectMarker(Number(mk[1]), false); return true; }
     const m = /^#t=([0-9.]+)-([0-9.]+)$/.exec(location.hash);
     if (!m) return false;
     const a = Math.round(parseFloat(m[1]) * 1000 / CELL_MS), b = Math.round(parseFloat(m[2]) * 1000 / CELL_MS);
@@ -262,9 +405,30 @@
   }
   window.addEventListener("hashchange", fromHash);
 
+  // A new width (the window resized): the columns refitted, the selection kept.
+  let lastWidth = 0;
+  window.addEventListener("resize", () => {
+    if (count === 0 && cellCount === 0) return;
+    if (wrap.clientWidth === lastWidth) return;
+    lastWidth = wrap.clientWidth;
+    layout(); drawAxis(); drawHeatmap(); drawMarkers();
+    if (totals) drawFlame();
+  });
+
   decode().then(() => {
+    if (markers.length) {
+      side.hidden = false;
+      document.getElementById("marker-count").textContent = `${markers.length} marker${markers.length === 1 ? "" : "s"}`;
+      listRows.style.height = `${markers.length * LIST_ROW_PX}px`;
+    }
+    if (meta.markerNote) document.getElementById("marker-note").textContent = meta.markerNote;
+    layout();
+    lastWidth = wrap.clientWidth;
+    drawAxis();
     drawHeatmap();
+    computeMarkerTotals();
     drawMarkers();
+    renderList();
     if (!fromHash()) select(0, cellCount, false);
     // For the benchmark: from navigation start to the first heatmap and flamegraph.
     body.dataset.loadMs = performance.now().toFixed(1);

@@ -122,7 +122,7 @@ fn draw_row(svg: &mut Svg, row: &SessionRow, y: f64, busiest: f64) {
         740.0,
         middle,
         end,
-        &cell(row.offcpu_s.map(|s| format!("{s:.2} s"))),
+        &cell(row.offcpu_s.map(|s| format!("{s:.2} thread-s"))),
     );
     match &row.verdict {
         Some(v) => {
@@ -200,7 +200,7 @@ mod tests {
         crate::render::plot::assert_well_formed(&svg);
         assert!(svg.contains(">demo-seq</text>") && svg.contains(">demo-&lt;rpc&gt;</text>"));
         assert_eq!(svg.matches(">12,345</text>").count(), 2);
-        assert!(svg.contains(">-2.0 KiB</text>") && svg.contains(">1.50 s</text>"));
+        assert!(svg.contains(">-2.0 KiB</text>") && svg.contains(">1.50 thread-s</text>"));
         let label = verdict.as_ref().unwrap().bound.label();
         assert_eq!(
             svg.matches(&format!(">{}</text>", escape(label))).count(),

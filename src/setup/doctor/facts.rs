@@ -96,7 +96,14 @@ pub struct DoctorFacts {
     pub binary: Option<(String, Result<ElfReport, String>)>,
     /// The path `devprof cpu --mode` takes (auto: exec when it works, else the sidecar).
     pub mode: Option<crate::settings::CaptureMode>,
-    /// The profiler image a sidecar would start from: `Ok` when the engine has it, `Err`
-    /// with its name when it does not.
-    pub sidecar_image: Option<Result<String, String>>,
+    /// The profiler image a sidecar would start from: `Ok` when the engine has it and
+    /// devprof trusts it there, else why not.
+    pub sidecar_image: Option<Result<String, ImageUnusable>>,
+}
+
+/// Why the profiler image cannot serve a sidecar, and what fixes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageUnusable {
+    pub why: String,
+    pub fix: String,
 }

@@ -10,13 +10,14 @@ pub mod facts;
 use crate::docker::binary;
 use crate::docker::probe::ContainerFacts;
 use crate::docker::target::{resolve_container, select_process};
+use crate::docker::trust::{short_id, untrusted_fix, Refusal};
 use crate::docker::{ContainerShell, Docker};
 use crate::engines::diagnosis::{self, EventStatus};
 use crate::error::Error;
 use crate::runtime::facts::script_argv0;
 use crate::settings::setup::DoctorSettings;
 use crate::text::{first_error_line, is_permission_error};
-use facts::{DoctorFacts, ProcessExtras, Trial};
+use facts::{DoctorFacts, ImageUnusable, ProcessExtras, Trial};
 
 /// Gathers what it can; each step needs the one before (no daemon, no container, ...).
 pub async fn gather(settings: &DoctorSettings) -> DoctorFacts {
@@ -58,10 +59,27 @@ async fn gather_container(docker: &Docker, settings: &DoctorSettings, facts: &mu
     facts.container = Some(Ok(container.clone()));
     facts.mode = Some(settings.placement.mode);
     let image = settings.placement.profiler_image.clone();
-    facts.sidecar_image = Some(if docker.has_image(&image).await {
-        Ok(image)
-    } else {
-        Err(image)
+    facts.sidecar_image = Some(match docker.trusted_image(&image).await {
+        Ok(Ok(_)) => Ok(image),
+        Ok(Err(Refusal::Missing)) => Err(ImageUnusable {
+            why: format!("the profiler image {image} is not on this engine"),
+            fix: docker.flavour().image_fix(&image),
+        }),
+        Ok(Err(Refusal::Untrusted { id })) => Err(ImageUnusable {
+            why: format!(
+                "the profiler image {image} (image {}) is not one devprof trusts on {}",
+                short_id(&id),
+                docker.address()
+            ),
+            fix: untrusted_fix(&image),
+        }),
+        Err(e) => Err(ImageUnusable {
+            why: format!(
+                "the profiler image {image} could not be looked at: {}",
+                first_line(&e.to_string())
+            ),
+            fix: "check the engine and the trust list (`devprof trust --list`)".into(),
+        }),
     });
     facts.config = docker.container_config(&container.id).await.ok();
     let image = facts

@@ -13,7 +13,7 @@ pub use check::{check_image, ImageCheck};
 
 use crate::docker::{BuildEnd, BuildRequest, Docker};
 use crate::error::{Error, Result};
-use crate::settings::setup::{BuildKind, BuildSettings, SourceBuild};
+use crate::settings::setup::{BuildKind, BuildSettings, ProfilerTrust, SourceBuild};
 use crate::ui::Reporter;
 use manifest::{JemallocProfiling, Project};
 use std::collections::HashMap;
@@ -44,6 +44,8 @@ pub struct BuildOutcome {
     /// Lines said before the build (what was chosen and why).
     pub plan: Vec<String>,
     pub check: Option<ImageCheck>,
+    /// Whether it became a trusted profiler image, said once (None: a program's image).
+    pub trust: Option<String>,
 }
 
 /// Builds the image `settings` describe, then checks it.
@@ -182,7 +184,7 @@ pub async fn build(settings: &BuildSettings, report: &Reporter) -> Result<BuildO
         crate::units::human_bytes(size)
     ));
     for line in &plan {
-        eprintln!("{line}");
+        crate::say!("{line}");
     }
 
     let started = Instant::now();
@@ -196,12 +198,28 @@ pub async fn build(settings: &BuildSettings, report: &Reporter) -> Result<BuildO
             Ok(check) => Some(check),
             // An image without `sleep` (distroless) cannot be started idling; it was built.
             Err(e) => {
-                eprintln!("warning: {tag} was built but could not be started to check it: {e}");
+                crate::warn!("{tag} was built but could not be started to check it: {e}");
                 None
             }
         }
     } else {
         None
+    };
+    let trust = match settings.profiler_trust() {
+        ProfilerTrust::NotAProfiler => None,
+        ProfilerTrust::Trusted => {
+            docker.trust_image(&image_id, &tag, "built").await?;
+            Some(format!(
+                "trusted as a profiler image on {}: sidecars may run it (`devprof trust --list`)",
+                docker.address()
+            ))
+        }
+        ProfilerTrust::SteeredByDotenv(keys) => Some(format!(
+            "not trusted as a profiler image: .env set {} for this build (a project's .env must not choose what a sidecar \
+             runs as root); if it is the image you meant, trust it: `{}`",
+            keys.join(", "),
+            crate::docker::trust::trust_command(&tag)
+        )),
     };
     Ok(BuildOutcome {
         tag,
@@ -211,6 +229,7 @@ pub async fn build(settings: &BuildSettings, report: &Reporter) -> Result<BuildO
         steps_cached: build_log.steps_cached,
         plan,
         check,
+        trust,
     })
 }
 
@@ -397,9 +416,9 @@ async fn run_build(
                 match event {
                     log::LogEvent::Step(step) => {
                         if plain {
-                            eprintln!("{step}");
+                            crate::say!("{step}");
                         } else {
-                            spinner.set_message(crate::text::truncate(&step, 100));
+                            Reporter::bar_message(&spinner, &crate::text::truncate(&step, 100));
                         }
                     }
                     log::LogEvent::Line(line) if verbose => {
@@ -445,6 +464,10 @@ pub fn summary(outcome: &BuildOutcome) -> String {
         for line in check.lines().0 {
             out.push_str(&format!("  {line}\n"));
         }
+    }
+    if let Some(trust) = &outcome.trust {
+        out.push_str(trust);
+        out.push('\n');
     }
     out
 }

@@ -43,17 +43,11 @@ function updateDiffButton() {
   }
 }
 
-// A flamegraph's frame as tall as the drawing inside it (same origin, so it can be read).
+// A flamegraph's frame as tall as the drawing inside it. The frame is sandboxed (an origin
+// of its own), so its document cannot be read: the page gives the SVG's declared height.
 function fitFrame(frame) {
-  try {
-    const doc = frame.contentDocument;
-    if (!doc || !doc.documentElement) return;
-    const root = doc.documentElement;
-    const height = Math.ceil(root.getBoundingClientRect().height || root.scrollHeight || 0);
-    if (height > 50) frame.style.height = `${height + 4}px`;
-  } catch (e) {
-    // A frame that cannot be read keeps its stylesheet height.
-  }
+  const height = Number(frame.dataset.height);
+  if (height > 50) frame.style.height = `${height + 4}px`;
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -66,8 +60,5 @@ document.addEventListener("DOMContentLoaded", () => {
     box.addEventListener("change", updateDiffButton);
   });
   updateDiffButton();
-  document.querySelectorAll("iframe.autosize").forEach((frame) => {
-    frame.addEventListener("load", () => fitFrame(frame));
-    if (frame.contentDocument && frame.contentDocument.readyState === "complete") fitFrame(frame);
-  });
+  document.querySelectorAll("iframe.autosize").forEach(fitFrame);
 });

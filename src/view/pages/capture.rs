@@ -1,6 +1,7 @@
-//! One capture: its facts, then a tab per view it has: flamegraphs, the time heatmap, top
-//! tables, plots, the text report, markers (when the manifest lists a `.markers` file),
-//! the manifest and its files.
+//! One capture: a line of its facts (the whole table folded under it, so that the views
+//! start above the fold), then a tab per view it has: flamegraphs, the time heatmap, top
+//! tables, plots, the text report, markers (when the manifest lists a `.markers` file), the
+//! manifest and its files.
 
 use super::{escape, table, url_encode, Page, Problem, Section};
 use crate::profile::top;
@@ -124,8 +125,18 @@ pub fn file_href(id: &CaptureId, name: &str) -> String {
     format!("/file/{}/{}/{}", id.container, id.name, url_encode(name))
 }
 
+/// The facts: a line (kind, container, window, count, notes) that unfolds into the table.
 fn facts(capture: &Capture) -> String {
     let m = &capture.manifest;
+    let window = format!(
+        "{:.1} s{}",
+        m.duration_recorded_s,
+        if m.interrupted {
+            " (stopped early)"
+        } else {
+            ""
+        }
+    );
     let mut rows: Vec<(&str, String)> = vec![
         ("kind", escape(&m.kind)),
         (
@@ -147,18 +158,7 @@ fn facts(capture: &Capture) -> String {
                     .to_string(),
             ),
         ),
-        (
-            "window",
-            format!(
-                "{:.1} s{}",
-                m.duration_recorded_s,
-                if m.interrupted {
-                    " (stopped early)"
-                } else {
-                    ""
-                }
-            ),
-        ),
+        ("window", window.clone()),
         ("count", escape(&capture.count_text())),
     ];
     if m.process.pid != 0 {
@@ -183,7 +183,24 @@ fn facts(capture: &Capture) -> String {
     if let Some(mode) = &m.capture_mode {
         rows.push(("via", escape(mode)));
     }
-    let mut out = String::from("<table class=\"facts\">");
+    let mut line = vec![
+        escape(&m.kind),
+        escape(&m.container.name),
+        window,
+        escape(&capture.count_text()),
+    ];
+    if !m.engine.is_empty() {
+        line.push(escape(&m.engine));
+    }
+    match m.notes.len() {
+        0 => {}
+        1 => line.push("1 note".into()),
+        n => line.push(format!("{n} notes")),
+    }
+    let mut out = format!(
+        "<details class=\"facts\" id=\"facts\"><summary>{} <span class=\"faint\">(details)</span></summary>\n<table class=\"facts\">",
+        line.join(" · ")
+    );
     for (label, value) in rows {
         let _ = write!(out, "<tr><th>{label}</th><td>{value}</td></tr>");
     }
@@ -195,6 +212,7 @@ fn facts(capture: &Capture) -> String {
         }
         out.push_str("</ul>\n");
     }
+    out.push_str("</details>\n");
     out
 }
 
@@ -218,15 +236,45 @@ fn tabs(capture: &Capture, id: &CaptureId, current: Tab) -> String {
     out
 }
 
-fn frame(id: &CaptureId, name: &str, class: &str, title: &str) -> String {
+/// A capture's file in a frame. The frame is sandboxed as the file's own response is
+/// (`allow-scripts` only: an origin of its own), so the page cannot read the drawing's
+/// height: an SVG's own `height` goes in `data-height` for the script to size the frame.
+fn frame(capture: &Capture, id: &CaptureId, name: &str, class: &str, title: &str) -> String {
     let href = file_href(id, name);
+    let height = svg_height(capture, name)
+        .map(|h| format!(r#" data-height="{h}""#))
+        .unwrap_or_default();
     format!(
-        r#"<h2>{}</h2><p class="note"><a href="{href}" target="_blank">open alone</a></p>
-<iframe class="{class}" title="{}" src="{href}"></iframe>
+        r#"<h2 class="frame-title">{} <a class="note" href="{href}" target="_blank" rel="noopener">open alone</a></h2>
+<iframe class="{class}" sandbox="allow-scripts" title="{}" src="{href}"{height}></iframe>
 "#,
         escape(title),
         escape(title)
     )
+}
+
+/// The pixel height an SVG file's root element declares (`<svg ... height="582" ...>`),
+/// read from its first few KiB.
+fn svg_height(capture: &Capture, name: &str) -> Option<u32> {
+    use std::io::Read;
+    if !name.ends_with(".svg") {
+        return None;
+    }
+    let Some(Listed::File(path)) = Library::listed_file(capture, name) else {
+        return None;
+    };
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(path)
+        .ok()?
+        .take(4096)
+        .read_to_end(&mut head)
+        .ok()?;
+    let text = String::from_utf8_lossy(&head);
+    let tag = &text[text.find("<svg")?..];
+    let tag = &tag[..tag.find('>')?];
+    let value = &tag[tag.find(" height=\"")? + 9..];
+    let digits: String = value.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().filter(|h| (1..=1_000_000).contains(h))
 }
 
 fn flamegraphs(capture: &Capture, id: &CaptureId) -> String {
@@ -239,7 +287,13 @@ fn flamegraphs(capture: &Capture, id: &CaptureId) -> String {
             .find(|g| g.svg == svg)
             .map(|g| format!(" ({})", g.view))
             .unwrap_or_default();
-        out.push_str(&frame(id, svg, "graph autosize", &format!("{svg}{view}")));
+        out.push_str(&frame(
+            capture,
+            id,
+            svg,
+            "graph autosize",
+            &format!("{svg}{view}"),
+        ));
     }
     out
 }
@@ -252,8 +306,14 @@ fn top_tables(capture: &Capture) -> String {
             out.push_str("<p class=\"empty\">missing, or too large to read here</p>");
             continue;
         };
+        // The thread is the root of an off-CPU event stack, never a ranked function (as
+        // `devprof top` reads it).
         let folded = match crate::store::loader::read(&path) {
-            Ok(f) => f,
+            Ok(f) => crate::store::loader::thread_rooted(
+                f,
+                Some(capture),
+                crate::store::loader::unit_of(&path, Some(capture)),
+            ),
             Err(e) => {
                 let _ = write!(out, "<p class=\"problem\">{}</p>", escape(&e.to_string()));
                 continue;
@@ -398,7 +458,13 @@ pub fn capture_page(library: &Library, id: &CaptureId, tab: Option<Tab>) -> Resu
         Tab::Flamegraph => flamegraphs(&capture, id),
         Tab::Heatmap => {
             let name = format!("{}.html", id.name);
-            frame(id, &name, "heatmap", "time heatmap (drag over the cells to draw that range)")
+            frame(
+                &capture,
+                id,
+                &name,
+                "heatmap",
+                "time heatmap (drag over the cells to draw that range)",
+            )
         }
         Tab::Top => top_tables(&capture),
         Tab::Plots => plots(&capture)

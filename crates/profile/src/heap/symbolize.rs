@@ -21,15 +21,17 @@ pub enum Place {
     Nowhere(u64),
 }
 
-/// Places an address (already adjusted to the call instruction) in the dump's mappings.
+/// Places an address (already adjusted to the call instruction) in the dump's mappings;
+/// a mapping whose file offsets would pass 2^64 (the dump's numbers) holds no place.
 pub fn place(dump: &HeapDump, address: u64) -> Place {
-    match dump.mapping_of(address) {
-        Some(m) => match m.file() {
-            Some(path) => Place::File {
-                path: path.to_string(),
-                offset: address - m.start + m.offset,
-            },
-            None => Place::Nowhere(address),
+    let in_file = dump.mapping_of(address).and_then(|m| {
+        let offset = (address - m.start).checked_add(m.offset)?;
+        Some((m.file()?, offset))
+    });
+    match in_file {
+        Some((path, offset)) => Place::File {
+            path: path.to_string(),
+            offset,
         },
         None => Place::Nowhere(address),
     }
@@ -88,7 +90,11 @@ pub fn symbolize_dumps(
                     .unwrap_or_default();
                 if frames.is_empty() {
                     // The return address itself, as the dump shows it, as an offset.
-                    unnamed(format!("{}+{:#x}", basename(path), offset + 1))
+                    unnamed(format!(
+                        "{}+{:#x}",
+                        basename(path),
+                        offset.saturating_add(1)
+                    ))
                 } else {
                     Resolved {
                         frames: frames.into(),
@@ -96,7 +102,7 @@ pub fn symbolize_dumps(
                     }
                 }
             }
-            Place::Nowhere(a) => unnamed(format!("{:#x}", a + 1)),
+            Place::Nowhere(a) => unnamed(format!("{:#x}", a.saturating_add(1))),
         };
         if resolved.symbolized {
             stats.symbolized += 1;
@@ -137,4 +143,36 @@ pub fn files_needed(dumps: &[&HeapDump]) -> Vec<String> {
         }
     }
     files.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heap::parse::Mapping;
+
+    #[test]
+    fn a_heap_mapping_whose_file_offset_passes_2_pow_64_places_nowhere_not_an_overflow() {
+        let mapping = |offset| Mapping {
+            start: 0x1000,
+            end: 0x2000,
+            perms: "r-xp".into(),
+            offset,
+            inode: 1,
+            path: Some("/lib/a.so".into()),
+        };
+        let mut dump = HeapDump {
+            sample_period: 1,
+            total: Default::default(),
+            threads: Vec::new(),
+            stacks: Vec::new(),
+            mappings: vec![mapping(u64::MAX - 0x10)],
+        };
+        assert_eq!(place(&dump, 0x1800), Place::Nowhere(0x1800));
+        dump.mappings = vec![mapping(0x100)];
+        let file = Place::File {
+            path: "/lib/a.so".into(),
+            offset: 0x900,
+        };
+        assert_eq!(place(&dump, 0x1800), file);
+    }
 }

@@ -38,6 +38,10 @@ pub const VERSION: u32 = 1;
 pub const CLOCK: &str = "unix_ns";
 /// Markers one file holds at most (a chatty rule over a long window stops there).
 pub const MAX_MARKERS: usize = 200_000;
+/// Bytes of text (lines, names, sets, hashes) the markers of one file hold at most, beside
+/// their count: each line is cut to `rules::MAX_STORED_LINE`, and this keeps 200,000
+/// markers of long lines (a marker holds up to ~1 KiB) from holding ~200 MB.
+pub const MAX_MARKER_BYTES: usize = 64 << 20;
 /// Longest line of a markers file read back.
 const MAX_FILE_LINE: usize = 64 << 10;
 
@@ -99,6 +103,14 @@ pub struct Marker {
 }
 
 impl Marker {
+    /// The bytes of text it holds, as `MAX_MARKER_BYTES` counts them.
+    pub fn text_bytes(&self) -> usize {
+        self.name.len()
+            + self.set.len()
+            + self.line.len()
+            + self.hash.as_ref().map_or(0, String::len)
+    }
+
     /// A short label: `block 15207178 (2.88 ms)`.
     pub fn label(&self) -> String {
         let mut out = self.name.clone();
@@ -109,6 +121,27 @@ impl Marker {
             out.push_str(&format!(" ({})", rules::human_ns(ns)));
         }
         out
+    }
+}
+
+/// The bounds of one file's markers, in count (`MAX_MARKERS`) and bytes
+/// (`MAX_MARKER_BYTES`), as markers are kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Budget {
+    count: usize,
+    bytes: usize,
+}
+
+impl Budget {
+    /// Whether `marker` fits in what is left; it is counted when it does.
+    pub fn admit(&mut self, marker: &Marker) -> bool {
+        let bytes = self.bytes.saturating_add(marker.text_bytes());
+        if self.count >= MAX_MARKERS || bytes > MAX_MARKER_BYTES {
+            return false;
+        }
+        self.count += 1;
+        self.bytes = bytes;
+        true
     }
 }
 
@@ -136,7 +169,7 @@ pub struct Header {
     pub lines_read: u64,
     /// Lines longer than the bound, cut before matching.
     pub lines_cut: u64,
-    /// Matches past `MAX_MARKERS`, not kept.
+    /// Matches past `MAX_MARKERS` or `MAX_MARKER_BYTES`, not kept.
     pub dropped: u64,
     /// Why there are fewer markers than one may expect (no logs, a log driver the API
     /// cannot read).
@@ -175,7 +208,9 @@ impl Markers {
         out.flush()
     }
 
-    /// Reads a markers file: the header, then markers, bounded in line length and count.
+    /// Reads a markers file: the header, then markers, bounded in line length, count and
+    /// bytes; each marker's line is cut as a new one's is (a file of an older devprof kept
+    /// lines of up to 4 KiB).
     pub fn read<R: BufRead>(reader: R) -> io::Result<Markers> {
         let mut lines = bounded_lines(reader);
         let first = lines.next().ok_or_else(|| bad("empty markers file"))??;
@@ -188,16 +223,23 @@ impl Markers {
             )));
         }
         let mut markers = Vec::new();
+        let mut budget = Budget::default();
         for (n, line) in lines.enumerate() {
             let line = line?;
             if line.trim().is_empty() {
                 continue;
             }
-            if markers.len() >= MAX_MARKERS {
-                return Err(bad(format!("more than {MAX_MARKERS} markers")));
-            }
-            let marker: Marker = serde_json::from_str(&line)
+            let mut marker: Marker = serde_json::from_str(&line)
                 .map_err(|e| bad(format!("marker on line {}: {e}", n + 2)))?;
+            if marker.line.len() > rules::MAX_STORED_LINE {
+                marker.line = rules::stored_line(&marker.line);
+            }
+            if !budget.admit(&marker) {
+                return Err(bad(format!(
+                    "more than {MAX_MARKERS} markers or {} MiB of marker text",
+                    MAX_MARKER_BYTES >> 20
+                )));
+            }
             markers.push(marker);
         }
         markers.sort_by_key(|m| m.time_ns);
@@ -374,5 +416,34 @@ mod tests {
         assert_eq!((slots[1].start_ns, slots[1].end_ns), (150, 300));
         assert_eq!(intervals(&markers, None, 0).len(), 5);
         assert!(got[1].contains(170) && !got[1].contains(200));
+    }
+
+    #[test]
+    fn markers_are_bounded_in_bytes_as_well_as_in_count() {
+        let mut long = marker(1, "block", None);
+        long.line = "x".repeat(rules::MAX_STORED_LINE);
+        let mut budget = Budget::default();
+        let fits = MAX_MARKER_BYTES / long.text_bytes();
+        assert!(fits < MAX_MARKERS);
+        assert!((0..fits).all(|_| budget.admit(&long)));
+        assert!(!budget.admit(&long), "past the byte budget");
+        let short = marker(1, "b", None);
+        let mut budget = Budget::default();
+        assert!((0..MAX_MARKERS).all(|_| budget.admit(&short)));
+        assert!(!budget.admit(&short), "past the count");
+    }
+
+    #[test]
+    fn a_markers_file_of_long_lines_reads_back_cut() {
+        let mut long = marker(5, "block", None);
+        long.line = "é".repeat(2000);
+        let mut bytes = Vec::new();
+        Markers::new(Header::default(), vec![long])
+            .write_to(&mut bytes)
+            .unwrap();
+        let back = Markers::read(&bytes[..]).unwrap();
+        let line = &back.markers[0].line;
+        assert!(line.len() <= rules::MAX_STORED_LINE, "{}", line.len());
+        assert!(line.ends_with("… [cut: 4000 bytes]"), "{line}");
     }
 }

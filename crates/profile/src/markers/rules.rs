@@ -14,6 +14,10 @@ use regex::{Regex, RegexBuilder};
 
 /// Longest line matched; the rest of a longer line is cut (and counted).
 pub const MAX_LINE: usize = 4096;
+/// What a marker keeps of its line (a line is matched whole, up to `MAX_LINE`, then cut to
+/// this, with the cut said at its end): 200,000 markers of 4 KiB lines of invalid UTF-8,
+/// each byte made a 3-byte U+FFFD, held 2.4 GB.
+pub const MAX_STORED_LINE: usize = 512;
 /// Compiled size a user's regex may take.
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// Rules a rules file may hold.
@@ -86,11 +90,12 @@ pub fn parse_rules_file(text: &str, origin: &str) -> Result<Vec<Rule>, String> {
     Ok(rules)
 }
 
-/// A log line made safe to match and to keep: cut to `MAX_LINE` bytes (on a character
-/// boundary), invalid UTF-8 replaced, ANSI escape sequences and control characters
-/// removed. Returns the line and whether it was cut.
+/// A log line made safe to match and to keep: invalid UTF-8 replaced, ANSI escape
+/// sequences and control characters removed, and cut to `MAX_LINE` bytes (on a character
+/// boundary) both before and after (a replaced byte takes three). Returns the line and
+/// whether it was cut.
 pub fn clean_line(raw: &[u8]) -> (String, bool) {
-    let cut = raw.len() > MAX_LINE;
+    let mut cut = raw.len() > MAX_LINE;
     let bytes = &raw[..raw.len().min(MAX_LINE)];
     let text = devprof_base::text::strip_ansi(&String::from_utf8_lossy(bytes));
     let mut out: String = text
@@ -101,9 +106,34 @@ pub fn clean_line(raw: &[u8]) -> (String, bool) {
             c => Some(c),
         })
         .collect();
+    if out.len() > MAX_LINE {
+        cut = true;
+        out.truncate(prefix(&out, MAX_LINE).len());
+    }
     let trimmed_len = out.trim_end().len();
     out.truncate(trimmed_len);
     (out, cut)
+}
+
+/// What a marker keeps of a (clean) line: the line, or its start (on a character
+/// boundary) and how long it was, `MAX_STORED_LINE` bytes in all (so a line kept is kept
+/// alike when read back).
+pub fn stored_line(line: &str) -> String {
+    if line.len() <= MAX_STORED_LINE {
+        return line.to_string();
+    }
+    let said = format!("… [cut: {} bytes]", line.len());
+    let head = prefix(line, MAX_STORED_LINE - said.len());
+    format!("{head}{said}")
+}
+
+/// The longest start of `text` of at most `max` bytes that ends on a character boundary.
+fn prefix(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// An integer as logs print them: digits with optional `,` or `_` thousands separators.
@@ -196,7 +226,8 @@ impl Matcher {
         self.rules.is_empty()
     }
 
-    /// The marker `line` (already cleaned) makes at `time_ns`, if a rule matches it.
+    /// The marker `line` (already cleaned) makes at `time_ns`, if a rule matches it: the
+    /// rules read the whole line, the marker keeps `stored_line` of it.
     pub fn marker(&self, time_ns: i64, line: &str) -> Option<Marker> {
         self.rules.iter().find_map(|rule| {
             let caps = rule.regex.captures(line)?;
@@ -213,7 +244,7 @@ impl Matcher {
                     .map(|h| h.chars().take(80).collect::<String>())
                     .filter(|h| !h.is_empty()),
                 slot: group("slot").and_then(parse_number),
-                line: line.to_string(),
+                line: stored_line(line),
             })
         })
     }
@@ -304,5 +335,39 @@ mod tests {
         let other = m.marker(6, "imported number=x took ? hash=0xz").unwrap();
         assert_eq!((other.name.as_str(), other.number), ("any", None));
         assert!(m.marker(7, "nothing here").is_none());
+    }
+
+    #[test]
+    fn a_line_of_invalid_utf8_is_matched_whole_and_kept_cut_to_a_few_hundred_bytes() {
+        // 4 KiB of invalid UTF-8: 12 KiB once each byte is U+FFFD, cut back to 4 KiB.
+        let (line, cut) = clean_line(&[0xff; MAX_LINE]);
+        assert!(cut && line.len() <= MAX_LINE, "{}", line.len());
+        let m = Matcher::new(vec![
+            Rule::new("user", "any", r"(?P<number>\d+)$|\x{fffd}").unwrap()
+        ]);
+        let marker = m.marker(1, &line).unwrap();
+        assert!(
+            marker.line.len() <= MAX_STORED_LINE,
+            "{}",
+            marker.line.len()
+        );
+        assert!(
+            marker.line.ends_with("… [cut: 4095 bytes]"),
+            "{}",
+            marker.line
+        );
+        assert!(marker.line.starts_with('\u{fffd}'));
+        // The rules read the whole line: a number at its end is found, then the line is cut.
+        let long = format!("{} block 42", "é".repeat(1000));
+        let marker = m.marker(2, &long).unwrap();
+        assert_eq!(marker.number, Some(42));
+        assert!(marker.line.len() <= MAX_STORED_LINE);
+        assert_eq!(
+            stored_line(&marker.line),
+            marker.line,
+            "kept alike when read back"
+        );
+        // A short line is kept whole.
+        assert_eq!(m.marker(3, "block 7").unwrap().line, "block 7");
     }
 }

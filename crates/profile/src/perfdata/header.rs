@@ -113,7 +113,8 @@ pub(super) struct Tracepoint {
 impl Tracepoint {
     pub(super) fn int(&self, raw: &[u8], name: &str) -> Option<i64> {
         let f = self.fields.get(name)?;
-        let bytes = raw.get(f.offset..f.offset + f.size)?;
+        // Offsets and sizes are the file's numbers: one past usize::MAX reads nothing.
+        let bytes = raw.get(f.offset..f.offset.checked_add(f.size)?)?;
         Some(match (f.size, f.signed) {
             (8, _) => i64::from_le_bytes(bytes.try_into().ok()?),
             (4, true) => i64::from(i32::from_le_bytes(bytes.try_into().ok()?)),

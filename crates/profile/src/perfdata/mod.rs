@@ -13,6 +13,7 @@
 
 mod callgraph;
 mod header;
+mod order;
 mod pager;
 pub mod stacks;
 pub mod unwind;
@@ -21,6 +22,7 @@ pub use callgraph::{recorded_call_graph, CallGraph};
 
 use crate::offcpu::script::{Fields, Record, Sample};
 use header::*;
+use order::{Emitter, MAX_HELD_BYTES};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
@@ -484,14 +486,10 @@ fn decode_records<'m>(
     let data = &map[data];
     let mut at = 0usize;
 
-    let mut state = Emitter {
-        pending: Vec::new(),
-        flush_limit: 0,
-        round_max: 0,
-        wanted,
-    };
+    let mut state = Emitter::new(wanted, MAX_HELD_BYTES);
     let mut decompressor: Option<zstd::stream::raw::Decoder<'static>> = None;
     let mut inflated: Vec<u8> = Vec::new();
+    let mut inflate_left = inflate_budget(data.len());
     while let Some(header) = data.get(at..at + 8) {
         progress.reached(start + at);
         let kind = u32::from_le_bytes(header[..4].try_into().expect("4 bytes"));
@@ -514,14 +512,14 @@ fn decode_records<'m>(
                     Some(d) => d,
                     None => decompressor.insert(zstd::stream::raw::Decoder::new()?),
                 };
-                inflate(decoder, body, &mut inflated)?;
+                inflate(decoder, body, &mut inflated, &mut inflate_left)?;
                 let used = state.take_records(&inflated, layout, emit)?;
                 inflated.drain(..used);
             }
             RECORD_FINISHED_ROUND => state.finish_round(emit),
             _ => {
                 if let Some(event) = decode(kind, misc, body, layout, wanted, Cow::Borrowed)? {
-                    state.push(event);
+                    state.push(event, emit);
                 }
             }
         }
@@ -553,23 +551,42 @@ const RECORD_HEAD: usize = 512;
 /// (megabytes), so far more than this is a hostile file, not a capture.
 const MAX_INFLATED: usize = 256 << 20;
 
+/// How many times its data section a file's compressed records may inflate into, all
+/// together (and at least `MAX_INFLATED`): perf's zstd makes a capture a few times
+/// smaller, while a 64 KiB record can claim 256 MiB, and a 10 MiB file 40 GiB.
+const MAX_INFLATE_RATIO: usize = 100;
+
+/// The bytes all the compressed records of a data section of `data_len` bytes may inflate
+/// into.
+fn inflate_budget(data_len: usize) -> usize {
+    data_len.saturating_mul(MAX_INFLATE_RATIO).max(MAX_INFLATED)
+}
+
+/// Inflates one compressed record onto `out`, within the per-record bound and what is
+/// `left` of the file's.
 fn inflate(
     decoder: &mut zstd::stream::raw::Decoder<'static>,
     input: &[u8],
     out: &mut Vec<u8>,
+    left: &mut usize,
 ) -> io::Result<()> {
     use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
     let mut src = InBuffer::around(input);
     let mut chunk = vec![0u8; 256 * 1024];
-    let room = |out: &Vec<u8>, more: usize| {
+    let mut room = |out: &Vec<u8>, more: usize| {
         if out.len().saturating_add(more) > MAX_INFLATED {
-            Err(invalid(format!(
+            return Err(invalid(format!(
                 "a compressed record inflates past {} MiB",
                 MAX_INFLATED >> 20
-            )))
-        } else {
-            Ok(())
+            )));
         }
+        *left = left.checked_sub(more).ok_or_else(|| {
+            invalid(format!(
+                "the compressed records inflate past {MAX_INFLATE_RATIO} times the file's data (or {} MiB)",
+                MAX_INFLATED >> 20
+            ))
+        })?;
+        Ok(())
     };
     while src.pos < input.len() {
         let before = src.pos;
@@ -597,88 +614,6 @@ fn inflate(
     Ok(())
 }
 
-/// Holds decoded events until perf's round protocol says they can be emitted in order.
-struct Emitter<'a> {
-    pending: Vec<Event<'a>>,
-    flush_limit: u64,
-    round_max: u64,
-    wanted: Wanted,
-}
-
-impl<'a> Emitter<'a> {
-    fn push(&mut self, event: Event<'a>) {
-        self.round_max = self.round_max.max(event.time());
-        self.pending.push(event);
-    }
-
-    /// Whole records out of decompressed bytes; returns the bytes used.
-    fn take_records<F: FnMut(Event<'a>)>(
-        &mut self,
-        bytes: &[u8],
-        layout: &Layout,
-        emit: &mut F,
-    ) -> io::Result<usize> {
-        let mut at = 0;
-        while bytes.len() - at >= 8 {
-            let kind = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
-            let misc = u16::from_le_bytes(bytes[at + 4..at + 6].try_into().expect("2 bytes"));
-            let size =
-                u16::from_le_bytes(bytes[at + 6..at + 8].try_into().expect("2 bytes")) as usize;
-            if size < 8 {
-                return Err(invalid("compressed record with a size below its header"));
-            }
-            if bytes.len() - at < size {
-                break;
-            }
-            let body = &bytes[at + 8..at + size];
-            if kind == RECORD_FINISHED_ROUND {
-                self.finish_round(emit);
-            } else if let Some(event) =
-                // The decompressed bytes are reused: what is held past them is copied.
-                decode(kind, misc, body, layout, self.wanted, |b| {
-                    Cow::Owned(b.to_vec())
-                })?
-            {
-                self.push(event);
-            }
-            at += size;
-        }
-        Ok(at)
-    }
-
-    /// perf's rule: at the end of a round, everything up to the previous round's latest
-    /// timestamp is complete and can go out sorted.
-    fn finish_round<F: FnMut(Event<'a>)>(&mut self, emit: &mut F) {
-        let limit = self.flush_limit;
-        self.flush_limit = self.round_max;
-        // Stable: records of one time keep their order in the file.
-        self.pending.sort_by_key(Event::time);
-        let split = self.pending.partition_point(|e| e.time() <= limit);
-        emit_in_order(self.pending.drain(..split), emit);
-    }
-
-    fn flush_all<F: FnMut(Event<'a>)>(&mut self, emit: &mut F) {
-        self.pending.sort_by_key(Event::time);
-        emit_in_order(self.pending.drain(..), emit);
-    }
-}
-
-/// Emits `events`, each sample's stack copy asked into the CPU's cache while the event
-/// before it is handled: a DWARF sample is unwound by reads into its stack copy, which
-/// lies in the mapped file (not in any cache) when its turn comes.
-fn emit_in_order<'a>(events: impl Iterator<Item = Event<'a>>, emit: &mut impl FnMut(Event<'a>)) {
-    let mut events = events.peekable();
-    while let Some(event) = events.next() {
-        if let Some(Event::Sample {
-            user: Some(user), ..
-        }) = events.peek()
-        {
-            unwind::prefetch(&user.stack);
-        }
-        emit(event);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -703,6 +638,16 @@ mod tests {
         assert_eq!(tp.int(&raw, "ret"), Some(-11));
     }
 
+    #[test]
+    fn a_tracepoint_field_whose_offset_passes_usize_reads_nothing_not_an_overflow() {
+        let text = format!(
+            "name: sys_exit_read\nID: 774\nformat:\n\tfield:long ret;\toffset:{};\tsize:8;\tsigned:1;\n",
+            usize::MAX - 3
+        );
+        let (_, _, tp) = parse_format(&text).unwrap();
+        assert_eq!(tp.int(&[0u8; 64], "ret"), None);
+    }
+
     /// A perf.data header whose attribute size is 2^48, as a hostile file would carry.
     fn header_with_attr_size(attr_size: u64) -> Vec<u8> {
         let mut h = b"PERFILE2".to_vec();
@@ -724,6 +669,63 @@ mod tests {
         std::fs::write(&path, header_with_attr_size(136)).unwrap();
         let err = for_each_record(&path, |_| {}).unwrap_err();
         assert!(err.to_string().contains("past the end"), "{err}");
+    }
+
+    /// A perf.data of one attribute (tid and time in every record's trailer) and the
+    /// records `data`.
+    fn perf_data_of(data: &[u8]) -> Vec<u8> {
+        let mut attr = Vec::new();
+        attr.extend_from_slice(&0u32.to_le_bytes()); // type
+        attr.extend_from_slice(&64u32.to_le_bytes()); // size
+        attr.extend_from_slice(&0u64.to_le_bytes()); // config
+        attr.extend_from_slice(&0u64.to_le_bytes()); // period
+        attr.extend_from_slice(&(SAMPLE_TID | SAMPLE_TIME).to_le_bytes());
+        attr.resize(80, 0); // the rest, and an empty ids section
+        let (attrs_off, data_off) = (104u64, 104 + attr.len() as u64);
+        let mut file = b"PERFILE2".to_vec();
+        for v in [
+            104,
+            attr.len() as u64,
+            attrs_off,
+            attr.len() as u64,
+            data_off,
+        ] {
+            file.extend_from_slice(&v.to_le_bytes());
+        }
+        file.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        file.resize(104, 0);
+        file.extend_from_slice(&attr);
+        file.extend_from_slice(data);
+        file
+    }
+
+    fn record(kind: u32, body: &[u8]) -> Vec<u8> {
+        let mut r = kind.to_le_bytes().to_vec();
+        r.extend_from_slice(&0u16.to_le_bytes());
+        r.extend_from_slice(&u16::try_from(8 + body.len()).unwrap().to_le_bytes());
+        r.extend_from_slice(body);
+        r
+    }
+
+    #[test]
+    fn a_perf_data_whose_compressed_records_inflate_past_its_budget_is_refused() {
+        // 16 MiB of records of a kind nobody reads, a few KiB compressed: 20 such records
+        // (a 100 KiB file) once inflated into 320 MiB, and with samples in them, held
+        // every event until the end.
+        let skipped = record(99, &[0u8; 65520]);
+        let plain = skipped.repeat(256);
+        let packed = zstd::bulk::compress(&plain, 3).unwrap();
+        let compressed = record(RECORD_COMPRESSED, &packed);
+        let file = perf_data_of(&compressed.repeat(20));
+        assert!(file.len() < 200 << 10, "{}", file.len());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hostile.data");
+        std::fs::write(&path, &file).unwrap();
+        let err = for_each_record(&path, |_| {}).unwrap_err();
+        assert!(err.to_string().contains("inflate past 100 times"), "{err}");
+        // Within the budget (15 of them: 240 MiB) the file reads.
+        std::fs::write(&path, perf_data_of(&compressed.repeat(15))).unwrap();
+        assert_eq!(for_each_record(&path, |_| {}).unwrap(), 0);
     }
 
     #[test]

@@ -216,8 +216,13 @@ impl Tasks {
         }
     }
 
-    /// A new mapping replaces whatever it overlaps, as in the kernel.
+    /// A new mapping replaces whatever it overlaps, as in the kernel. One whose file
+    /// offsets would pass 2^64 is no mapping perf records: it is skipped, and the offsets
+    /// of what is mapped never overflow.
     fn map(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, module: u32) {
+        if pgoff.checked_add(len).is_none() {
+            return;
+        }
         self.last = None;
         let end = start.saturating_add(len);
         let maps = self.maps.entry(pid).or_default();
@@ -749,5 +754,23 @@ mod tests {
         );
         assert_eq!(tasks.frame(1, 0x1500, false), user(other, 0x100));
         assert_eq!(tasks.frame(1, 0x1500, true), Frame::Kernel(0x1500));
+    }
+
+    #[test]
+    fn a_mapping_whose_file_offsets_pass_2_pow_64_is_skipped_not_an_overflow() {
+        let mut modules = Vec::new();
+        let mut tasks = Tasks::default();
+        let lib = tasks.module_id("/lib/a.so", &mut modules);
+        tasks.map(1, 0x1000, 0x1000, u64::MAX - 0x10, lib);
+        // Nothing mapped to cut, or to find a frame in.
+        tasks.map(1, 0x1200, 0x100, 0, lib);
+        assert_eq!(tasks.frame(1, 0x1500, false), Frame::Unmapped);
+        // One that ends at 2^64 exactly is a mapping; one cut out of its middle leaves
+        // its end at the offset it had.
+        tasks.map(1, 0x1000, 0x1000, u64::MAX - 0x1000, lib);
+        tasks.map(1, 0x1200, 0x100, 0, lib);
+        let user = |module, offset| Frame::User { module, offset };
+        assert_eq!(tasks.frame(1, 0x1fff, false), user(lib, u64::MAX - 1));
+        assert_eq!(tasks.frame(1, 0x1300, false), user(lib, u64::MAX - 0xd00));
     }
 }

@@ -208,8 +208,11 @@ impl Binary {
             if end > image.len() {
                 continue;
             }
-            let address = section.address()..section.address() + section.size();
-            sections.push((name, address, start..end));
+            // A hostile header's address and size may pass 2^64: no such section is read.
+            let Some(address_end) = section.address().checked_add(section.size()) else {
+                continue;
+            };
+            sections.push((name, section.address()..address_end, start..end));
         }
         Some(Binary {
             image: image.clone(),
@@ -264,9 +267,9 @@ impl Binary {
             .filter(starts_here)
             .max_by_key(|(.., executable)| *executable)
             .or_else(|| {
-                self.segments
-                    .iter()
-                    .find(|(offset, size, ..)| (*offset..offset + size).contains(&pgoff))
+                self.segments.iter().find(|(offset, size, ..)| {
+                    (*offset..offset.saturating_add(*size)).contains(&pgoff)
+                })
             })
             .or_else(|| self.segments.first());
         match segment {
@@ -416,8 +419,22 @@ pub fn own_vdso_file(dir: &std::path::Path) -> Option<std::path::PathBuf> {
     let bytes = own_vdso()?;
     let path = dir.join("vdso.so");
     if std::fs::read(&path).ok().as_deref() != Some(bytes.as_slice()) {
-        std::fs::create_dir_all(dir).ok()?;
-        std::fs::write(&path, &bytes).ok()?;
+        use std::io::Write;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        // Private, as the rest of the symbol cache it sits in.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .ok()?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut file| file.write_all(&bytes))
+            .ok()?;
     }
     Some(path)
 }
@@ -519,5 +536,63 @@ mod tests {
         };
         let binary = Binary::read(Image::Owned(vdso)).expect("an ELF image");
         assert!(binary.sections.iter().any(|(n, _, _)| *n == ".eh_frame"));
+    }
+
+    /// A little ELF64 of one `.text` section at `address`, 16 bytes long.
+    fn elf_with_text_at(address: u64) -> Vec<u8> {
+        let names = b"\0.shstrtab\0.text\0";
+        let mut elf = vec![0x7f, b'E', b'L', b'F', 2, 1, 1];
+        elf.resize(16, 0);
+        elf.extend_from_slice(&3u16.to_le_bytes()); // ET_DYN
+        elf.extend_from_slice(&62u16.to_le_bytes()); // x86_64
+        elf.extend_from_slice(&1u32.to_le_bytes());
+        elf.extend_from_slice(&0u64.to_le_bytes()); // entry
+        elf.extend_from_slice(&0u64.to_le_bytes()); // no program headers
+        elf.extend_from_slice(&104u64.to_le_bytes()); // section headers
+        elf.extend_from_slice(&0u32.to_le_bytes());
+        for half in [64u16, 56, 0, 64, 3, 1] {
+            elf.extend_from_slice(&half.to_le_bytes());
+        }
+        elf.extend_from_slice(names);
+        elf.extend_from_slice(&[0x90; 16]);
+        elf.resize(104, 0);
+        let mut section = |name: u32, kind: u32, flags: u64, addr: u64, offset: u64, size: u64| {
+            elf.extend_from_slice(&name.to_le_bytes());
+            elf.extend_from_slice(&kind.to_le_bytes());
+            for v in [flags, addr, offset, size] {
+                elf.extend_from_slice(&v.to_le_bytes());
+            }
+            elf.extend_from_slice(&[0; 8]);
+            elf.extend_from_slice(&1u64.to_le_bytes());
+            elf.extend_from_slice(&0u64.to_le_bytes());
+        };
+        section(0, 0, 0, 0, 0, 0);
+        section(1, 3, 0, 0, 64, names.len() as u64);
+        section(11, 1, 6, address, 64 + names.len() as u64, 16);
+        elf
+    }
+
+    #[test]
+    fn a_section_whose_addresses_pass_2_pow_64_is_not_read_not_an_overflow() {
+        let binary = Binary::read(Image::Owned(elf_with_text_at(u64::MAX - 8))).unwrap();
+        assert!(binary.sections.is_empty());
+        let binary = Binary::read(Image::Owned(elf_with_text_at(0x1000))).unwrap();
+        assert_eq!(binary.sections.len(), 1);
+        assert_eq!(binary.sections[0].1, 0x1000..0x1010);
+    }
+
+    #[test]
+    fn a_segment_whose_file_range_passes_2_pow_64_is_searched_not_an_overflow() {
+        let binary = Binary {
+            image: Arc::new(Image::Owned(Vec::new())),
+            segments: vec![(u64::MAX - 0x10, 0x100, 0x5000, true)],
+            sections: Vec::new(),
+        };
+        // The mapping's page holds no segment's start; the one that holds its offset is
+        // found, though its file range passes 2^64.
+        assert_eq!(
+            binary.base_avma(0x7000, u64::MAX - 8),
+            0x7000u64.wrapping_sub(8).wrapping_sub(0x5000)
+        );
     }
 }

@@ -20,6 +20,11 @@ use std::sync::{Mutex, OnceLock};
 /// Bytes per chunk handed to a folding thread (it then runs to the next sample boundary).
 const CHUNK_BYTES: usize = 1 << 20;
 
+/// Longest sample read (from its first line to the blank line after it): perf prints at
+/// most 127 frames of a user stack, a few hundred bytes each; a stream with no sample
+/// boundary for this long is not perf script output and is refused, not buffered whole.
+pub const MAX_SAMPLE_BYTES: usize = 64 << 20;
+
 /// How to fold.
 #[derive(Default)]
 pub struct FoldOptions<'a> {
@@ -105,12 +110,14 @@ pub fn fold<R: BufRead>(mut reader: R, options: FoldOptions<'_>) -> io::Result<F
             outcome.samples += counts.samples;
             outcome.other_events += counts.other_events;
             outcome.with_period += counts.with_period;
-            outcome.period_total += counts.period_total;
+            outcome.period_total = outcome.period_total.saturating_add(counts.period_total);
             if merged.is_empty() {
                 merged = counts.stacks;
             } else {
                 for (stack, n) in counts.stacks {
-                    *merged.entry(stack).or_default() += n;
+                    let total = merged.entry(stack).or_default();
+                    // Periods are the stream's numbers: summed, they saturate.
+                    *total = total.saturating_add(n);
                 }
             }
         }
@@ -135,6 +142,9 @@ fn read_chunks<R: BufRead>(
 ) -> io::Result<()> {
     let mut seq = 0u64;
     let mut pending: Vec<u8> = Vec::with_capacity(CHUNK_BYTES * 2);
+    // How far `pending` was searched for a boundary and had none: a long sample is
+    // searched once, not again from its start with each block read.
+    let mut searched = 0usize;
     loop {
         let available = reader.fill_buf()?;
         let eof = available.is_empty();
@@ -149,11 +159,27 @@ fn read_chunks<R: BufRead>(
         let cut = if eof {
             pending.len()
         } else {
-            match find_boundary(&pending) {
-                Some(at) => at,
-                None => continue, // one huge sample: keep reading to its end
+            // A boundary is two bytes (`\n` and what follows): start a byte or two back.
+            let from = searched.saturating_sub(2);
+            match find_boundary(&pending[from..]) {
+                Some(at) => from + at,
+                None if pending.len() > MAX_SAMPLE_BYTES => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "a perf script sample longer than {} MiB (no blank line ends it): not perf script output",
+                            MAX_SAMPLE_BYTES >> 20
+                        ),
+                    ));
+                }
+                None => {
+                    // One long sample: keep reading to its end.
+                    searched = pending.len();
+                    continue;
+                }
             }
         };
+        searched = 0;
         if cut > 0 {
             let rest = pending.split_off(cut);
             let chunk = std::mem::replace(&mut pending, rest);
@@ -595,6 +621,82 @@ mod tests {
             .find(|(s, _)| s.starts_with("t;deep"))
             .unwrap();
         assert_eq!((deep.0.matches(";deep").count(), deep.1), (60_000, 1));
+    }
+
+    /// A reader of `total` bytes of one sample's stack lines, with no blank line and no
+    /// line that starts a sample; counts what was read of it.
+    struct EndlessSample {
+        line: &'static [u8],
+        at: usize,
+        total: usize,
+        read: std::rc::Rc<std::cell::Cell<usize>>,
+    }
+
+    impl io::Read for EndlessSample {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = out.len().min(self.total - self.read.get());
+            for (i, b) in out[..n].iter_mut().enumerate() {
+                *b = self.line[(self.at + i) % self.line.len()];
+            }
+            self.at += n;
+            self.read.set(self.read.get() + n);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_script_sample_of_256_mib_without_a_blank_line_stops_at_the_budget() {
+        let read = std::rc::Rc::new(std::cell::Cell::new(0));
+        let reader = EndlessSample {
+            line: b"\t  7f00 deep_frame (/bin/app)\n",
+            at: 0,
+            total: 256 << 20,
+            read: read.clone(),
+        };
+        let err = fold(
+            BufReader::with_capacity(1 << 20, reader),
+            FoldOptions::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("longer than 64 MiB"), "{err}");
+        // Stopped at the budget: not read (and held) to the stream's end.
+        assert!(
+            read.get() <= MAX_SAMPLE_BYTES + (2 << 20),
+            "{} read",
+            read.get()
+        );
+    }
+
+    #[test]
+    fn a_long_sample_searched_a_block_at_a_time_ends_where_its_blank_line_is() {
+        // A sample of 3 MiB read 4 KiB at a time: its end is found in the block that holds
+        // it (and across a block's edge), the samples after it are whole.
+        let sample = "t 1/1 1.000000: cpu-clock: \n\t  10 leaf (/bin/app)\n\n";
+        for split in [0, 1, 2] {
+            let mut text = String::from("t 1/1 0.500000: cpu-clock: \n");
+            text.push_str(&"\t  30 deep (/bin/app)\n".repeat(3 << 20 >> 5));
+            // The blank line at a block's edge, a byte after it and two.
+            let last = "\t  30 deep (/bin/app)\n".len();
+            let pad = (4096 - (text.len() + last + split) % 4096) % 4096;
+            text.push_str(&format!("\t  30 deep{} (/bin/app)\n", "p".repeat(pad)));
+            assert_eq!((text.len() + split) % 4096, 0);
+            text.push('\n');
+            text.push_str(&sample.repeat(3));
+            let outcome = fold(
+                BufReader::with_capacity(4096, text.as_bytes()),
+                FoldOptions {
+                    threads: 2,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            assert_eq!(outcome.samples, 4, "split {split}");
+            assert!(outcome
+                .folded
+                .stacks
+                .iter()
+                .any(|(s, n)| s == "t;leaf" && *n == 3));
+        }
     }
 
     /// perf script's default fields print each sample's period: 1,001,001 ns per cpu-clock

@@ -302,7 +302,10 @@ pub fn failures(checks: &[Check]) -> Vec<&Check> {
     checks.iter().filter(|c| c.status == Status::Fail).collect()
 }
 
-/// The checklist for a terminal.
+/// The checklist for a terminal. Each check's line starts with its mark and title, which
+/// only devprof writes: a detail is one line (`text::printable`, since it quotes the
+/// container: an executable's name, a command line), and a fix's further lines are
+/// indented under its first, so nothing a container says can forge a line of its own.
 pub fn render(target: &str, checks: &[Check]) -> String {
     let mut out = format!("devprof doctor {target}\n");
     let width = checks
@@ -315,11 +318,15 @@ pub fn render(target: &str, checks: &[Check]) -> String {
             "  {} {:<width$}  {}\n",
             c.status.mark(),
             c.title,
-            c.detail
+            crate::text::printable(&c.detail)
         ));
         if let Some(fix) = &c.fix {
             if c.status != Status::Pass {
-                out.push_str(&format!("    {:<width$}  fix: {fix}\n", ""));
+                for (i, line) in fix.lines().enumerate() {
+                    let head = if i == 0 { "fix: " } else { "     " };
+                    let line = crate::text::printable(line);
+                    out.push_str(&format!("    {:<width$}  {head}{line}\n", ""));
+                }
             }
         }
     }

@@ -4,6 +4,7 @@
 
 use super::{check, Check, Status};
 use crate::settings::CaptureMode;
+use crate::setup::doctor::facts::ImageUnusable;
 
 /// Checks about running perf inside the target container, which a sidecar (its own perf,
 /// its own capabilities, seccomp and tracefs) does not need.
@@ -22,7 +23,7 @@ pub const EXEC_ONLY: &[&str] = &[
 pub fn judge_path(
     checks: &mut Vec<Check>,
     mode: Option<CaptureMode>,
-    sidecar_image: Option<&Result<String, String>>,
+    sidecar_image: Option<&Result<String, ImageUnusable>>,
 ) {
     let Some(mode) = mode else {
         return;
@@ -81,14 +82,11 @@ pub fn judge_path(
             ));
         }
         other => {
-            let (why, image) = match other {
-                Some(Err(image)) => (
-                    format!("the profiler image {image} is not on this engine"),
-                    image.as_str(),
-                ),
+            let (why, fix) = match other {
+                Some(Err(unusable)) => (unusable.why.clone(), unusable.fix.clone()),
                 _ => (
                     "the profiler image was not looked for".to_string(),
-                    crate::error::DEFAULT_PROFILER_IMAGE,
+                    crate::error::profiler_image_fix(crate::error::DEFAULT_PROFILER_IMAGE),
                 ),
             };
             checks.push(check(
@@ -106,10 +104,7 @@ pub fn judge_path(
                         )
                     }
                 ),
-                Some(format!(
-                    "{}; or fix the ✗ above for exec mode",
-                    crate::error::profiler_image_fix(image)
-                )),
+                Some(format!("{fix}; or fix the ✗ above for exec mode")),
             ));
         }
     }
@@ -173,7 +168,10 @@ mod tests {
         judge_path(
             &mut checks,
             Some(CaptureMode::Auto),
-            Some(&Err("my-profiler:1".into())),
+            Some(&Err(ImageUnusable {
+                why: "the profiler image my-profiler:1 is not on this engine".into(),
+                fix: crate::docker::Flavour::Docker.image_fix("my-profiler:1"),
+            })),
         );
         let last = checks.last().unwrap();
         assert_eq!(last.status, Status::Fail);

@@ -419,3 +419,34 @@ fn the_endpoint_line_says_when_the_endpoint_runs_rootless() {
         "{line}"
     );
 }
+
+/// Finding 4: an executable's name (the container's) holding ESC, CR and a line feed
+/// cannot forge a "✓" line of the checklist: the detail stays on its check's line, with
+/// every control character shown as an escape.
+#[test]
+fn a_container_cannot_forge_a_line_of_the_checklist() {
+    let exe = "/tmp/e/x\u{1b}[1A\u{1b}[2K\r  ✓ perf_event_open  ok\n  ✓ forged";
+    let checks = vec![
+        check(
+            "symbols",
+            "symbols",
+            Status::Warn,
+            format!("{exe} could not be read"),
+            Some("rebuild it\nwith symbols \u{1b}]0;title\u{7}".to_string()),
+        ),
+        check("perf", "perf", Status::Pass, "perf 6.1", None),
+    ];
+    let text = render("t", &checks);
+    assert!(
+        text.chars().all(|c| c == '\n' || !c.is_control()),
+        "{text:?}"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    assert!(lines[1].starts_with("  ! symbols") && lines[1].contains("\\n  ✓ forged"));
+    assert!(lines[3]
+        .trim_start()
+        .starts_with("with symbols \\u{1b}]0;title\\u{7}"));
+    let marked = lines.iter().filter(|l| l.starts_with("  ✓")).count();
+    assert_eq!(marked, 1, "only the perf check passes:\n{text}");
+}
