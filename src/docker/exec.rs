@@ -410,6 +410,28 @@ async fn collect_at_most(mut rx: mpsc::Receiver<Bytes>, limit: usize) -> (Vec<u8
 const CAT_REGULAR: &str = "[ -f \"$1\" ] && [ ! -L \"$1\" ] || exit 66; \
      cat -- \"$1\" && echo devprof-copied-whole >&2";
 
+/// `CAT_REGULAR`'s exit status where the path is no regular file.
+const NOT_REGULAR: i64 = 66;
+
+/// `consume` over at most `limit` bytes of `reader`: more is an error (the reader is cut
+/// there, whatever `consume` made of the part).
+pub fn read_at_most<T>(
+    reader: &mut dyn BufRead,
+    limit: u64,
+    consume: impl FnOnce(&mut dyn BufRead) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    use std::io::Read;
+    let mut limited = reader.take(limit.saturating_add(1));
+    let made = consume(&mut limited)?;
+    if limited.limit() == 0 {
+        return Err(std::io::Error::other(format!(
+            "more than {} MiB: cut there",
+            limit >> 20
+        )));
+    }
+    Ok(made)
+}
+
 /// What `CAT_REGULAR` says once its `cat` succeeded.
 const COPIED_WHOLE: &str = "devprof-copied-whole";
 
@@ -582,6 +604,34 @@ impl Shell {
     /// `consume` on a blocking thread (a `perf script` of gigabytes never sits in memory);
     /// `keep` also saves the text there. Returns what `consume` made and how the command
     /// ended.
+    /// `stream_to` of the regular file `path` (`cat` as root, never through a link, and
+    /// never a FIFO or a device, which would block or never end), at most `limit` bytes:
+    /// past it the read fails and says so. Ok(None) where `path` is not a regular file.
+    pub async fn stream_file_to<T, F>(
+        &self,
+        path: &str,
+        limit: u64,
+        consume: F,
+    ) -> Result<Option<(T, ExecOutput)>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn BufRead) -> std::io::Result<T> + Send + 'static,
+    {
+        let argv: Vec<String> = ["sh", "-c", CAT_REGULAR, "sh", path]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (made, output) = self
+            .stream_to(&argv, None, move |reader| {
+                read_at_most(reader, limit, consume)
+            })
+            .await?;
+        if output.exit_code == Some(NOT_REGULAR) {
+            return Ok(None);
+        }
+        Ok(Some((made, output)))
+    }
+
     pub async fn stream_to<T, F>(
         &self,
         argv: &[String],
@@ -628,7 +678,23 @@ impl Shell {
 
 #[cfg(test)]
 mod tests {
-    use super::{collect_at_most, mpsc, Bytes};
+    use super::{collect_at_most, mpsc, read_at_most, Bytes};
+
+    #[test]
+    fn a_read_past_its_limit_fails_and_one_within_it_is_whole() {
+        let text = b"a;b 1\na;c 2\n";
+        let whole = read_at_most(&mut &text[..], 12, |r| {
+            let mut s = String::new();
+            std::io::Read::read_to_string(r, &mut s).map(|_| s)
+        })
+        .unwrap();
+        assert_eq!(whole, "a;b 1\na;c 2\n");
+        let err = read_at_most(&mut &text[..], 11, |r| {
+            std::io::Read::read_to_end(r, &mut Vec::new())
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("cut there"), "{err}");
+    }
 
     /// The copy's script, run by this host's sh: a regular file comes whole with the
     /// word that says so; a symlink, a fifo (which would block a `cat`) or nothing at the

@@ -68,6 +68,9 @@ pub struct AsprofReady {
 
 /// Collapsed stacks in the workdir.
 const OUTPUT_NAME: &str = "asprof.collapsed";
+/// The most of async-profiler's collapsed stacks read (tens of MiB for a long capture of a
+/// busy JVM): the file lies where the JVM's user may write.
+const COLLAPSED_LIMIT: u64 = 1 << 30;
 /// async-profiler's own flamegraph in the workdir, with --asprof-html.
 const HTML_NAME: &str = "asprof.html";
 /// async-profiler's own flamegraph beside the capture (`.html` is the time heatmap).
@@ -336,12 +339,24 @@ impl Engine for AsprofEngine {
     ) -> Result<Collected> {
         let output = format!("{}/{OUTPUT_NAME}", job.workdir);
         let started = Instant::now();
-        let (folded, read) = job
+        // The workdir is the JVM user's: the file is read only as a regular file (not a
+        // link to /dev/zero, not a FIFO), and only up to a bound.
+        let streamed = job
             .shell
-            .stream_to(&["cat".to_string(), output], None, |reader| {
+            .stream_file_to(&output, COLLAPSED_LIMIT, |reader| {
                 Folded::from_folded_reader(reader)
             })
             .await?;
+        let Some((folded, read)) = streamed else {
+            job.stem.discard(&[]);
+            return Err(Error::PerfFailed {
+                container: job.shell.container().to_string(),
+                step: "asprof".into(),
+                detail: format!(
+                    "{OUTPUT_NAME} in the workdir is not a regular file (a link, a FIFO or a device): not read"
+                ),
+            });
+        };
         if !read.success() {
             job.stem.discard(&[]);
             return Err(Error::PerfFailed {
