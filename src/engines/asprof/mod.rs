@@ -349,12 +349,18 @@ impl Engine for AsprofEngine {
             .await?;
         let Some((folded, read)) = streamed else {
             job.stem.discard(&[]);
+            // Missing (asprof failed, and said why) or no regular file.
+            let said = first_error_line(&job.recorded.stderr);
             return Err(Error::PerfFailed {
                 container: job.shell.container().to_string(),
                 step: "asprof".into(),
-                detail: format!(
-                    "{OUTPUT_NAME} in the workdir is not a regular file (a link, a FIFO or a device): not read"
-                ),
+                detail: if said.trim().is_empty() {
+                    format!(
+                        "{OUTPUT_NAME} is not in the workdir, or is no regular file (a link, a FIFO or a device): not read"
+                    )
+                } else {
+                    said
+                },
             });
         };
         if !read.success() {
