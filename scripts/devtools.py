@@ -98,3 +98,19 @@ class Chrome:
         if "exceptionDetails" in result:
             raise RuntimeError(f"page error: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+
+def console_errors(events):
+    """Every error a page reported: exceptions, console.error, failed loads, CSP refusals."""
+    errors = []
+    for event in events:
+        method, params = event.get("method"), event.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            details = params.get("exceptionDetails", {})
+            errors.append(details.get("exception", {}).get("description") or details.get("text"))
+        elif method == "Runtime.consoleAPICalled" and params.get("type") == "error":
+            errors.append(" ".join(str(a.get("value", a.get("description"))) for a in params.get("args", [])))
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            entry = params["entry"]
+            errors.append(f"{entry.get('text')} ({entry.get('url', '')})")
+    return errors

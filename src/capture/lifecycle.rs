@@ -34,14 +34,13 @@ pub struct Captured {
     pub text: Option<String>,
 }
 
-/// What a recipe made of its recording: the manifest (without its files), the extensions
-/// of the files it wrote at the stem, files it wrote beside it under names of their own
-/// (already listed in the manifest), what the user should hear, its summary for people,
-/// and how the recording is analysed again should writing it down fail.
+/// What a recipe made of its recording: the manifest (listing the files it wrote beside
+/// the stem under names of their own), the extensions of the files it wrote at the stem,
+/// what the user should hear, its summary for people, and how the recording is analysed
+/// again should writing it down fail.
 pub struct Written {
     pub manifest: Manifest,
     pub extensions: Vec<&'static str>,
-    pub listed: Vec<(PathBuf, u64)>,
     pub warnings: Vec<String>,
     pub text: Option<String>,
     pub again: Again,
@@ -462,7 +461,6 @@ impl<'a, R> Run<'a, R> {
         let Written {
             mut manifest,
             extensions,
-            listed,
             warnings,
             text,
             ..
@@ -474,11 +472,6 @@ impl<'a, R> Run<'a, R> {
             .iter()
             .map(|f| (self.stem.dir().join(&f.name), f.bytes))
             .collect();
-        for (path, bytes) in listed {
-            if !files.iter().any(|(p, _)| *p == path) {
-                files.push((path, bytes));
-            }
-        }
         let manifest_path = manifest.write(&self.stem)?;
         files.push((manifest_path.clone(), store::file_size(&manifest_path)));
         Ok(Captured {

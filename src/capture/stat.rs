@@ -362,7 +362,6 @@ fn written(mut manifest: Manifest, record: StatRecord) -> Written {
     Written {
         manifest,
         extensions: vec!["csv"],
-        listed: Vec::new(),
         warnings,
         text: None,
         // Counters come out whole or not at all: there is nothing to analyse again.

@@ -33,12 +33,13 @@ impl SvgSpec {
 
 /// inferno's script sets the frames' width to the drawing's width less 20 px as it loads:
 /// in a frame not laid out yet (the viewer's sandboxed frames run in a process of their
-/// own, which learns its size a moment later) that is -20, an error in the console until
-/// the resize that follows. Its width is kept at 0 or more instead.
+/// own, which learns its size a moment later) that is -20, and the labels' positions then
+/// divide by it: errors in the console until the resize that follows. The update waits
+/// for that resize instead (the script listens for it).
 const FLUID_WIDTH_LINE: &str =
     "frames.attributes.width.value = svg.width.baseVal.value - xpad * 2;";
-const FLUID_WIDTH_KEPT: &str =
-    "frames.attributes.width.value = Math.max(0, svg.width.baseVal.value - xpad * 2);";
+const FLUID_WIDTH_KEPT: &str = "if (svg.width.baseVal.value <= xpad * 2) return; \
+     frames.attributes.width.value = svg.width.baseVal.value - xpad * 2;";
 
 /// A writer that replaces every `from` in what passes through it with `to`, holding back
 /// only as much as a match cut between two writes needs.
@@ -294,14 +295,20 @@ mod tests {
     }
 
     /// Regression: a flamegraph loaded in a frame not laid out yet set its frames' width to
-    /// -20 (a console error in the viewer's Chromium test, now and then).
+    /// -20 (kept at 0, its labels went to "Infinity%"): console errors in the viewer's
+    /// Chromium test, now and then.
     #[test]
-    fn a_flamegraphs_fluid_width_is_never_negative() {
+    fn a_flamegraphs_fluid_width_waits_for_a_frame_with_a_width() {
         let folded = Folded::from_folded_text("main;work 5\nmain;idle 2\n");
         let mut svg = Vec::new();
         write_svg(&folded, &SvgSpec::cpu("t".into(), None), &mut svg).unwrap();
         let svg = String::from_utf8(svg).unwrap();
-        assert!(svg.contains(FLUID_WIDTH_KEPT), "inferno's script changed");
-        assert!(!svg.contains(FLUID_WIDTH_LINE));
+        assert_eq!(
+            svg.matches(FLUID_WIDTH_KEPT).count(),
+            1,
+            "inferno's script changed"
+        );
+        // The only frames' width set is the guarded one.
+        assert_eq!(svg.matches(FLUID_WIDTH_LINE).count(), 1);
     }
 }

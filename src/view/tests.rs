@@ -46,8 +46,17 @@ fn capture(dir: &Path, name: &str, created: &str, folded: &str, extra: &[&str]) 
     .unwrap();
     let mut files: Vec<String> = vec![format!("{name}.folded"), format!("{name}.svg")];
     files.extend(extra.iter().map(|e| e.to_string()));
+    write_manifest(
+        dir,
+        name,
+        &cpu_manifest(name, created, stacks.total(), files),
+    );
+}
+
+/// The manifest of demo-seq's cpu capture `name`, listing `files` and itself.
+fn cpu_manifest(name: &str, created: &str, samples: u64, mut files: Vec<String>) -> Manifest {
     files.push(format!("{name}.json"));
-    let manifest = Manifest {
+    Manifest {
         kind: "cpu".into(),
         created: created.into(),
         target: "demo-seq".into(),
@@ -55,16 +64,19 @@ fn capture(dir: &Path, name: &str, created: &str, folded: &str, extra: &[&str]) 
             name: "demo-seq".into(),
             ..Default::default()
         },
-        sample_count: stacks.total(),
+        sample_count: samples,
         files: files
             .into_iter()
             .map(|name| FileRecord { name, bytes: 0 })
             .collect(),
         ..Default::default()
-    };
+    }
+}
+
+fn write_manifest(dir: &Path, name: &str, manifest: &Manifest) {
     fs::write(
         dir.join(format!("{name}.json")),
-        serde_json::to_string_pretty(&manifest).unwrap(),
+        serde_json::to_string_pretty(manifest).unwrap(),
     )
     .unwrap();
 }
@@ -593,35 +605,15 @@ fn set_capture(dir: &Path, name: &str, created: &str, windows: &[String]) {
         files.push(folded);
     }
     let whole = Folded::from_folded_text(&whole);
-    let mut text = String::new();
-    for line in whole.lines() {
-        text.push_str(&line);
-        text.push('\n');
-    }
-    fs::write(dir.join(format!("{name}.folded")), text).unwrap();
-    files.push(format!("{name}.json"));
+    whole
+        .write_to(fs::File::create(dir.join(format!("{name}.folded"))).unwrap())
+        .unwrap();
     let manifest = Manifest {
-        kind: "cpu".into(),
-        created: created.into(),
-        target: "demo-seq".into(),
-        container: ContainerRecord {
-            name: "demo-seq".into(),
-            ..Default::default()
-        },
-        sample_count: whole.total(),
         duration_recorded_s: windows.len() as f64,
-        files: files
-            .into_iter()
-            .map(|name| FileRecord { name, bytes: 0 })
-            .collect(),
         parts,
-        ..Default::default()
+        ..cpu_manifest(name, created, whole.total(), files)
     };
-    fs::write(
-        dir.join(format!("{name}.json")),
-        serde_json::to_string_pretty(&manifest).unwrap(),
-    )
-    .unwrap();
+    write_manifest(dir, name, &manifest);
 }
 
 const BASE_SET: &str = "perf-20261126-150000";

@@ -21,7 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
-from devtools import Chrome  # noqa: E402
+from devtools import Chrome, console_errors  # noqa: E402
 
 WIDTH, HEIGHT = 1400, 900
 TIMEOUT_S = 60
@@ -55,21 +55,6 @@ STATE = """(() => {
     hash: location.hash, errors: Number(document.body.dataset.errors),
   };
 })()"""
-
-
-def console_errors(events):
-    errors = []
-    for event in events:
-        method, params = event.get("method"), event.get("params", {})
-        if method == "Runtime.exceptionThrown":
-            details = params.get("exceptionDetails", {})
-            errors.append(details.get("exception", {}).get("description") or details.get("text"))
-        elif method == "Runtime.consoleAPICalled" and params.get("type") == "error":
-            errors.append(" ".join(str(a.get("value", a.get("description"))) for a in params.get("args", [])))
-        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
-            entry = params["entry"]
-            errors.append(f"{entry.get('text')} ({entry.get('url', '')})")
-    return errors
 
 
 class Browser:

@@ -408,7 +408,6 @@ impl Recipe for CpuRecipe<'_> {
         Ok(Written {
             manifest,
             extensions,
-            listed: Vec::new(),
             warnings,
             text: None,
             again: self.again(target),

@@ -157,7 +157,6 @@ impl Recipe for GoHeapRecipe<'_> {
         Ok(Written {
             manifest,
             extensions: GO_HEAP_EXTENSIONS.to_vec(),
-            listed: Vec::new(),
             warnings: Vec::new(),
             text: None,
             again,

@@ -302,7 +302,6 @@ impl JemallocRecipe<'_> {
         Ok(Written {
             manifest: analysis.manifest,
             extensions: analysis.extensions,
-            listed: analysis.listed,
             warnings: std::mem::take(&mut self.warnings),
             text: Some(analysis.text),
             again: home,

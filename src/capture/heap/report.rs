@@ -126,7 +126,7 @@ pub(super) async fn analyse(
         stats: &stats,
         period,
     };
-    let (manifest, listed, extensions) = done.manifest(
+    let (manifest, extensions) = done.manifest(
         target,
         obtained,
         settings,
@@ -137,17 +137,15 @@ pub(super) async fn analyse(
     )?;
     Ok(Analysis {
         manifest,
-        listed,
         extensions,
         text,
     })
 }
 
-/// What the analysis made: the manifest (its files still to list), the dumps listed in
-/// it, the extensions written at the stem, and the report.
+/// What the analysis made: the manifest (the dumps listed in it, its other files still to
+/// list), the extensions written at the stem, and the report.
 pub(super) struct Analysis {
     pub(super) manifest: Manifest,
-    pub(super) listed: Vec<(PathBuf, u64)>,
     pub(super) extensions: Vec<&'static str>,
     pub(super) text: String,
 }
@@ -251,9 +249,6 @@ fn write_profile(
     Ok(report)
 }
 
-/// A written manifest, its path, and every file of the capture with its size.
-type Listed = (Manifest, Vec<(PathBuf, u64)>, Vec<&'static str>);
-
 /// What the analysis made, for the manifest.
 struct Analysed<'a> {
     dir: &'a Path,
@@ -277,7 +272,7 @@ impl Analysed<'_> {
         module_records: Vec<ModuleRecord>,
         timings: BTreeMap<String, u64>,
         warnings: &[String],
-    ) -> Result<Listed> {
+    ) -> Result<(Manifest, Vec<&'static str>)> {
         let (dir, local_names, parsed) = (self.dir, self.local_names, self.parsed);
         let (profile, stats, period) = (self.profile, self.stats, self.period);
         let mut manifest = heap_manifest(
@@ -316,17 +311,15 @@ impl Analysed<'_> {
         if let Some(recording) = &obtained.recording {
             recording.stamp(&mut manifest);
         }
-        let listed: Vec<(PathBuf, u64)> = obtained
-            .collected
-            .iter()
-            .map(|d| manifest.record_file(dir, &local_names[&d.name]))
-            .collect();
+        for dump in &obtained.collected {
+            manifest.record_file(dir, &local_names[&dump.name]);
+        }
         let mut extensions = HEAP_EXTENSIONS.to_vec();
         if plot.is_some() {
             extensions.push(plot::HEAP_PLOT);
         }
         manifest.notes.extend(warnings.iter().cloned());
-        Ok((manifest, listed, extensions))
+        Ok((manifest, extensions))
     }
 }
 

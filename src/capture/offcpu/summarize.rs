@@ -141,7 +141,6 @@ pub(super) async fn summarized(
     Ok(Written {
         manifest,
         extensions,
-        listed: Vec::new(),
         warnings,
         text: Some(summary_text),
         again: again(),

@@ -258,11 +258,10 @@ impl<'a> WindowState<'a> {
             .to_std()
             .ok()
             .filter(|_| self.started_at.is_some());
-        let window = match (ended_early, real) {
-            (Some(early), Some(real)) => early.min(real),
-            (Some(early), None) => early,
-            (None, Some(real)) => real.max(elapsed.min(duration)),
-            (None, None) => elapsed,
+        // A window that ran its course is its requested length.
+        let window = match ended_early {
+            Some(early) => real.map_or(early, |real| early.min(real)),
+            None => elapsed,
         }
         .min(duration);
         Ok(Recording {
